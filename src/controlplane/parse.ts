@@ -1,0 +1,73 @@
+// Validation of what the control plane sends: typed errors that name the JSON path and the
+// resource id, and never echo a value (a value may be a secret).
+import type { z } from 'zod';
+
+export interface SchemaIssue {
+  /** JSON path such as `source_config.resource_spec.volumes[0].name`. */
+  readonly path: string;
+  readonly message: string;
+}
+
+export class SchemaValidationError extends Error {
+  override readonly name = 'SchemaValidationError';
+  readonly code = 'SCHEMA_INVALID';
+  readonly resource: string;
+  readonly resourceId: string | undefined;
+  readonly issues: readonly SchemaIssue[];
+
+  constructor(resource: string, resourceId: string | undefined, issues: readonly SchemaIssue[]) {
+    const what = resourceId === undefined ? resource : `${resource} ${resourceId}`;
+    super(`${what} is invalid: ${issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')}`);
+    this.resource = resource;
+    this.resourceId = resourceId;
+    this.issues = issues;
+  }
+}
+
+export type Parsed<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly id: string | undefined; readonly error: SchemaValidationError };
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+/** The `id` of a raw resource, when it has a string one, so that errors can name it. */
+export function rawId(data: unknown): string | undefined {
+  if (typeof data === 'object' && data !== null && 'id' in data) {
+    const id: unknown = data.id;
+    if (typeof id === 'string' || typeof id === 'number') return String(id);
+  }
+  return undefined;
+}
+
+export function safeParseResource<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  resource: string,
+  id: string | undefined = rawId(data),
+): Parsed<z.infer<S>> {
+  const result = schema.safeParse(data);
+  if (result.success) return { ok: true, value: result.data };
+  const issues = result.error.issues.map((issue) => ({
+    path: formatPath(issue.path),
+    message: issue.message,
+  }));
+  return { ok: false, id, error: new SchemaValidationError(resource, id, issues) };
+}
+
+export function parseResource<S extends z.ZodType>(
+  schema: S,
+  data: unknown,
+  resource: string,
+  id?: string,
+): z.infer<S> {
+  const parsed = safeParseResource(schema, data, resource, id ?? rawId(data));
+  if (!parsed.ok) throw parsed.error;
+  return parsed.value;
+}

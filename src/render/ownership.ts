@@ -1,0 +1,22 @@
+// Labels and annotations that mark what this agent owns (DESIGN.md "Identity and ownership").
+// The listener-id label is what every list, watch and prune is scoped by.
+
+export const AGENT_NAME = 'k8s-listener';
+export const FIELD_MANAGER = 'k8s-listener';
+
+const PREFIX = 'k8s-listener.io';
+
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const LABEL_COMPONENT = 'app.kubernetes.io/component';
+export const LABEL_NAME = 'app.kubernetes.io/name';
+export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
+export const LABEL_LISTENER_ID = `${PREFIX}/listener-id`;
+export const LABEL_DEPLOYMENT_ID = `${PREFIX}/deployment-id`;
+
+export const ANNOTATION_REVISION_ID = `${PREFIX}/revision-id`;
+export const ANNOTATION_SPEC_HASH = `${PREFIX}/spec-hash`;
+/** On pod templates: a hash of the Secrets the pods read, so a changed Secret rolls them. */
+export const ANNOTATION_CONFIG_CHECKSUM = `${PREFIX}/config-checksum`;
+/** Rollout status written back by the agent, for operators using kubectl. */
+export const ANNOTATION_STATUS = `${PREFIX}/status`;
+export const ANNOTATION_DEPLOYMENT_NAME = `${PREFIX}/deployment-name`;
