@@ -20,3 +20,8 @@ export const ANNOTATION_CONFIG_CHECKSUM = `${PREFIX}/config-checksum`;
 /** Rollout status written back by the agent, for operators using kubectl. */
 export const ANNOTATION_STATUS = `${PREFIX}/status`;
 export const ANNOTATION_DEPLOYMENT_NAME = `${PREFIX}/deployment-name`;
+
+/** A Secret the reconciler creates once (filling the generated keys) and never overwrites. */
+export const ANNOTATION_CREATE_ONLY = `${PREFIX}/create-only`;
+/** Comma-separated keys of a create-only Secret whose values the reconciler generates. */
+export const ANNOTATION_GENERATED_KEYS = `${PREFIX}/generated-keys`;
