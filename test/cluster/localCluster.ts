@@ -1,0 +1,508 @@
+// Starts a real, local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler) with kwok-managed fake Nodes and a tiny volume provisioner, all on 127.0.0.1.
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { mkdir, mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Agent, fetch } from 'undici';
+
+const execFileAsync = promisify(execFile);
+
+export const STORAGE_CLASS = 'standard';
+const PROVISIONER = 'k8s-listener.test/hostpath';
+const FAKE_NODE_COUNT = 3;
+
+export interface LocalClusterOptions {
+  /** Directory holding the binaries built by test/cluster/build.sh. */
+  readonly binDir: string;
+  /** Where the run's certificates, data and logs go; a fresh temp dir by default. */
+  readonly runDir?: string;
+  readonly log?: (line: string) => void;
+  readonly startTimeoutMs?: number;
+}
+
+export interface LocalCluster {
+  readonly kubeconfigPath: string;
+  readonly server: string;
+  readonly runDir: string;
+  stop(): Promise<void>;
+}
+
+interface Component {
+  readonly name: string;
+  readonly process: ChildProcess;
+  readonly logPath: string;
+}
+
+export class ClusterStartError extends Error {
+  override readonly name = 'ClusterStartError';
+  readonly code = 'CLUSTER_START';
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function openssl(args: readonly string[], cwd: string): Promise<void> {
+  await execFileAsync('openssl', args, { cwd });
+}
+
+/** A CA, the apiserver's serving certificate, an admin client certificate and SA signing keys. */
+async function writeCertificates(dir: string): Promise<void> {
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  await openssl(
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '3650',
+      '-subj',
+      '/CN=k8s-listener-test-ca',
+    ],
+    dir,
+  );
+  const sign = async (name: string, subject: string, extensions: string) => {
+    await openssl(['req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject], dir);
+    await writeFile(join(dir, `${name}.ext`), extensions);
+    await openssl(
+      [
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.crt',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-out',
+        `${name}.crt`,
+        '-days',
+        '365',
+        '-extfile',
+        `${name}.ext`,
+      ],
+      dir,
+    );
+  };
+  await sign(
+    'apiserver',
+    '/CN=kube-apiserver',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:10.0.0.1\nextendedKeyUsage=serverAuth\n',
+  );
+  await sign('admin', '/O=system:masters/CN=kubernetes-admin', 'extendedKeyUsage=clientAuth\n');
+  await openssl(['genrsa', '-out', 'sa.key', '2048'], dir);
+  await openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
+}
+
+async function writeKubeconfig(dir: string, server: string): Promise<string> {
+  const b64 = async (file: string) => (await readFile(join(dir, file))).toString('base64');
+  const kubeconfig = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': await b64('ca.crt') } }],
+    users: [
+      {
+        name: 'admin',
+        user: {
+          'client-certificate-data': await b64('admin.crt'),
+          'client-key-data': await b64('admin.key'),
+        },
+      },
+    ],
+    contexts: [{ name: 'local', context: { cluster: 'local', user: 'admin' } }],
+    'current-context': 'local',
+  };
+  const path = join(dir, 'kubeconfig');
+  // JSON is valid YAML, and kubectl and client libraries read it as such.
+  await writeFile(path, JSON.stringify(kubeconfig, null, 2), { mode: 0o600 });
+  return path;
+}
+
+/** Minimal typed access to the API server with the admin certificate, for start-up and the provisioner. */
+class AdminApi {
+  readonly server: string;
+  readonly #agent: Agent;
+
+  constructor(server: string, ca: string, cert: string, key: string) {
+    this.server = server;
+    this.#agent = new Agent({ connect: { ca, cert, key }, connections: 4 });
+  }
+
+  async request(method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+    const response = await fetch(`${this.server}${path}`, {
+      method,
+      dispatcher: this.#agent,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await response.text();
+    let json: unknown = text;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      // /readyz answers plain text.
+    }
+    return { status: response.status, json };
+  }
+
+  async ensure(path: string, body: unknown): Promise<void> {
+    const { status, json } = await this.request('POST', path, body);
+    if (status >= 300 && status !== 409)
+      throw new ClusterStartError(`POST ${path}: ${status} ${JSON.stringify(json)}`);
+  }
+
+  close(): Promise<void> {
+    return this.#agent.close();
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function field(value: unknown, ...path: string[]): unknown {
+  let current = value;
+  for (const key of path) current = isRecord(current) ? current[key] : undefined;
+  return current;
+}
+
+async function waitFor(
+  what: string,
+  timeoutMs: number,
+  check: () => Promise<boolean>,
+  failFast?: () => void,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    failFast?.();
+    try {
+      if (await check()) return;
+    } catch {
+      // Not up yet: keep polling until the deadline.
+    }
+    if (Date.now() > deadline)
+      throw new ClusterStartError(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+function fakeNode(name: string): unknown {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { 'kwok.x-k8s.io/node': 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: {
+        'kubernetes.io/hostname': name,
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': 'amd64',
+        type: 'kwok',
+        'topology.kubernetes.io/zone': `zone-${name.at(-1)}`,
+      },
+    },
+    status: {
+      allocatable: { cpu: '64', memory: '256Gi', pods: '250' },
+      capacity: { cpu: '64', memory: '256Gi', pods: '250' },
+      nodeInfo: { kubeletVersion: 'fake', operatingSystem: 'linux', architecture: 'amd64' },
+    },
+  };
+}
+
+/**
+ * Gives each Pending claim of the default class a hostPath PersistentVolume pre-bound to it, so
+ * StatefulSets with volume claim templates become ready. The PV binder in kube-controller-manager
+ * completes the binding.
+ */
+async function provisionPendingClaims(api: AdminApi, volumeDir: string): Promise<void> {
+  const { status, json } = await api.request('GET', '/api/v1/persistentvolumeclaims');
+  if (status !== 200) return;
+  const items = field(json, 'items');
+  if (!Array.isArray(items)) return;
+  for (const claim of items) {
+    if (field(claim, 'status', 'phase') !== 'Pending' || field(claim, 'spec', 'volumeName')) continue;
+    if ((field(claim, 'spec', 'storageClassName') ?? STORAGE_CLASS) !== STORAGE_CLASS) continue;
+    const uid = String(field(claim, 'metadata', 'uid'));
+    const namespace = String(field(claim, 'metadata', 'namespace'));
+    const name = String(field(claim, 'metadata', 'name'));
+    const size = field(claim, 'spec', 'resources', 'requests', 'storage') ?? '1Gi';
+    await api.ensure('/api/v1/persistentvolumes', {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: `pv-${uid}`, annotations: { 'pv.kubernetes.io/provisioned-by': PROVISIONER } },
+      spec: {
+        capacity: { storage: size },
+        accessModes: field(claim, 'spec', 'accessModes') ?? ['ReadWriteOnce'],
+        persistentVolumeReclaimPolicy: 'Delete',
+        storageClassName: STORAGE_CLASS,
+        hostPath: { path: join(volumeDir, uid), type: 'DirectoryOrCreate' },
+        claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
+      },
+    });
+  }
+}
+
+export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
+  const log = options.log ?? (() => {});
+  const timeoutMs = options.startTimeoutMs ?? 120_000;
+  const runDir = options.runDir ?? (await mkdtemp(join(tmpdir(), 'k8s-listener-cluster-')));
+  const pki = join(runDir, 'pki');
+  await mkdir(pki, { recursive: true });
+  await mkdir(join(runDir, 'logs'), { recursive: true });
+  const components: Component[] = [];
+  let provisioner: NodeJS.Timeout | undefined;
+  let api: AdminApi | undefined;
+  let stopped = false;
+
+  const killAll = (signal: NodeJS.Signals) => {
+    for (const component of components) {
+      const pid = component.process.pid;
+      if (pid !== undefined && component.process.exitCode === null) {
+        try {
+          process.kill(-pid, signal);
+        } catch {
+          // Already gone.
+        }
+      }
+    }
+  };
+  // A crash or Ctrl-C of the test runner must not leave etcd or the apiserver behind.
+  const onExit = () => {
+    killAll('SIGKILL');
+    if (!options.runDir) rmSync(runDir, { recursive: true, force: true });
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    onExit();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('exit', onExit);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    if (provisioner) clearInterval(provisioner);
+    await api?.close();
+    // Stop in reverse order of dependency: clients of the apiserver first, etcd last.
+    for (const component of [...components].reverse()) {
+      const pid = component.process.pid;
+      if (pid === undefined || component.process.exitCode !== null) continue;
+      const exited = new Promise<void>((resolve) => component.process.once('exit', () => resolve()));
+      try {
+        process.kill(-pid, 'SIGTERM');
+      } catch {
+        continue;
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // Exited meanwhile.
+        }
+      }, 5_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    process.off('exit', onExit);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    if (!options.runDir) rmSync(runDir, { recursive: true, force: true });
+  };
+
+  const launch = async (name: string, args: readonly string[]) => {
+    const logPath = join(runDir, 'logs', `${name}.log`);
+    const logFile = await open(logPath, 'a');
+    // Own process group, so that stop() reaches any children it forks.
+    const child = spawn(join(options.binDir, name), args, {
+      stdio: ['ignore', logFile.fd, logFile.fd],
+      detached: true,
+    });
+    child.once('exit', () => void logFile.close().catch(() => {}));
+    components.push({ name, process: child, logPath });
+    log(`started ${name} (pid ${child.pid})`);
+  };
+  const failIfExited = () => {
+    for (const component of components) {
+      if (component.process.exitCode !== null) {
+        throw new ClusterStartError(`${component.name} exited with code ${component.process.exitCode}`);
+      }
+    }
+  };
+
+  try {
+    await writeCertificates(pki);
+    const [etcdClient, etcdPeer, apiserverPort] = [await freePort(), await freePort(), await freePort()];
+    const etcdUrl = `http://127.0.0.1:${etcdClient}`;
+    await launch('etcd', [
+      '--name=local',
+      `--data-dir=${join(runDir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`,
+      `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+      `--initial-cluster=local=http://127.0.0.1:${etcdPeer}`,
+      '--unsafe-no-fsync',
+      '--quota-backend-bytes=4294967296',
+    ]);
+    await waitFor('etcd', timeoutMs, async () => (await fetch(`${etcdUrl}/health`)).ok, failIfExited);
+
+    const server = `https://127.0.0.1:${apiserverPort}`;
+    await launch('kube-apiserver', [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiserverPort}`,
+      `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
+      `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
+      `--client-ca-file=${join(pki, 'ca.crt')}`,
+      `--service-account-key-file=${join(pki, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      '--authorization-mode=RBAC',
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--enable-priority-and-fairness=false',
+      '--profiling=false',
+      '--audit-log-maxage=0',
+    ]);
+    const [ca, cert, key] = await Promise.all(
+      ['ca.crt', 'admin.crt', 'admin.key'].map((f) => readFile(join(pki, f), 'utf8')),
+    );
+    api = new AdminApi(server, ca as string, cert as string, key as string);
+    const admin = api;
+    await waitFor(
+      'kube-apiserver /readyz',
+      timeoutMs,
+      async () => (await admin.request('GET', '/readyz')).status === 200,
+      failIfExited,
+    );
+    const kubeconfigPath = await writeKubeconfig(runDir, server);
+
+    await launch('kube-controller-manager', [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${await freePort()}`,
+      '--leader-elect=false',
+      '--controllers=*,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller,-node-ipam-controller',
+      `--service-account-private-key-file=${join(pki, 'sa.key')}`,
+      `--root-ca-file=${join(pki, 'ca.crt')}`,
+      '--use-service-account-credentials=false',
+      '--concurrent-deployment-syncs=10',
+      '--concurrent-statefulset-syncs=10',
+      '--concurrent-gc-syncs=20',
+      '--horizontal-pod-autoscaler-sync-period=60s',
+    ]);
+    await launch('kube-scheduler', [
+      `--kubeconfig=${kubeconfigPath}`,
+      `--authentication-kubeconfig=${kubeconfigPath}`,
+      `--authorization-kubeconfig=${kubeconfigPath}`,
+      '--bind-address=127.0.0.1',
+      `--secure-port=${await freePort()}`,
+      '--leader-elect=false',
+    ]);
+    await launch('kwok', [
+      `--kubeconfig=${kubeconfigPath}`,
+      '--manage-all-nodes=false',
+      '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+      '--node-lease-duration-seconds=40',
+      `--server-address=127.0.0.1:${await freePort()}`,
+    ]);
+
+    await admin.ensure('/apis/storage.k8s.io/v1/storageclasses', {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: {
+        name: STORAGE_CLASS,
+        annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' },
+      },
+      provisioner: PROVISIONER,
+      volumeBindingMode: 'Immediate',
+      reclaimPolicy: 'Delete',
+    });
+    for (let i = 0; i < FAKE_NODE_COUNT; i++) await admin.ensure('/api/v1/nodes', fakeNode(`kwok-node-${i}`));
+    const volumeDir = join(runDir, 'volumes');
+    provisioner = setInterval(() => void provisionPendingClaims(admin, volumeDir).catch(() => {}), 500);
+    provisioner.unref();
+
+    await waitFor(
+      'fake nodes Ready',
+      timeoutMs,
+      async () => {
+        const { json } = await admin.request('GET', '/api/v1/nodes');
+        const items = field(json, 'items');
+        if (!Array.isArray(items) || items.length < FAKE_NODE_COUNT) return false;
+        return items.every((node) => {
+          const conditions = field(node, 'status', 'conditions');
+          return (
+            Array.isArray(conditions) &&
+            conditions.some((c) => field(c, 'type') === 'Ready' && field(c, 'status') === 'True')
+          );
+        });
+      },
+      failIfExited,
+    );
+    await waitFor(
+      'default ServiceAccount',
+      timeoutMs,
+      async () => {
+        return (
+          (await admin.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200
+        );
+      },
+      failIfExited,
+    );
+    log(`cluster ready at ${server}; kubeconfig ${kubeconfigPath}`);
+    return { kubeconfigPath, server, runDir, stop };
+  } catch (error) {
+    const tails = await Promise.all(
+      components.map(async (c) => {
+        const text = existsSync(c.logPath) ? await readFile(c.logPath, 'utf8') : '';
+        return `--- ${c.name} (last lines of ${c.logPath})\n${text.split('\n').slice(-15).join('\n')}`;
+      }),
+    );
+    const detail = error instanceof Error ? error.message : String(error);
+    await stop();
+    throw new ClusterStartError(`local cluster failed to start: ${detail}\n${tails.join('\n')}`, {
+      cause: error,
+    });
+  }
+}
+
+/** Runs build.sh (a no-op when the binaries are cached) and returns the bin directory. */
+export async function ensureClusterBinaries(): Promise<string> {
+  const script = new URL('./build.sh', import.meta.url).pathname;
+  const { stdout } = await execFileAsync('bash', [script], { maxBuffer: 16 * 1024 * 1024 });
+  const binDir = stdout.trim().split('\n').at(-1);
+  if (!binDir) throw new ClusterStartError('build.sh printed no bin directory');
+  return binDir;
+}
+
+// `node test/cluster/localCluster.ts` starts a cluster and keeps it up until Ctrl-C.
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const binDir = await ensureClusterBinaries();
+  const cluster = await startLocalCluster({ binDir, log: (line) => console.error(line) });
+  console.log(`export KUBECONFIG=${cluster.kubeconfigPath}`);
+  console.error('cluster running; Ctrl-C to stop');
+  await new Promise(() => {});
+}

@@ -1,0 +1,69 @@
+// Test-side access to the cluster: the official client for setup and assertions, and kubectl.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+
+const execFileAsync = promisify(execFile);
+
+export interface AdminKube {
+  readonly config: k8s.KubeConfig;
+  readonly core: k8s.CoreV1Api;
+  readonly apps: k8s.AppsV1Api;
+  readonly objects: k8s.KubernetesObjectApi;
+}
+
+export function adminKube(kubeconfigPath: string): AdminKube {
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(kubeconfigPath);
+  return {
+    config,
+    core: config.makeApiClient(k8s.CoreV1Api),
+    apps: config.makeApiClient(k8s.AppsV1Api),
+    objects: k8s.KubernetesObjectApi.makeApiClient(config),
+  };
+}
+
+/** A namespace name unique to one test, so tests never see each other's objects. */
+export function uniqueNamespace(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export async function createNamespace(kube: AdminKube, name: string): Promise<void> {
+  await kube.core.createNamespace({ body: { metadata: { name } } });
+}
+
+export async function kubectl(
+  binDir: string,
+  kubeconfigPath: string,
+  args: readonly string[],
+): Promise<string> {
+  const { stdout } = await execFileAsync(join(binDir, 'kubectl'), ['--kubeconfig', kubeconfigPath, ...args], {
+    maxBuffer: 32 * 1024 * 1024,
+  });
+  return stdout;
+}
+
+/** Polls until `check` returns a value (not undefined) or the timeout passes. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 60_000,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
