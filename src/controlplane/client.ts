@@ -1,0 +1,429 @@
+// Typed client of the deployment management service: one method per endpoint, retries on
+// transient failures, validated responses, and paginated listings that are complete or throw.
+import pRetry from 'p-retry';
+import type { Logger } from 'pino';
+import { Agent, type Dispatcher, request } from 'undici';
+import { z } from 'zod';
+import { ControlPlaneError } from './errors.ts';
+import { type Parsed, parseResource, safeParseResource } from './parse.ts';
+import { isRetryable, parseRetryAfter, type RetryPolicy, retryDelayMs } from './retryPolicy.ts';
+import {
+  type AgentConnection,
+  AgentConnectionList,
+  Deployment,
+  type DeploymentCreate,
+  type DeploymentPatch,
+  type DeploymentStatus,
+  type DeploymentType,
+  Listener,
+  type ListenerWrite,
+  OAuthProvider,
+  Repository,
+  Revision,
+  type RevisionStatus,
+  type StatusReportBatch,
+} from './schemas/index.ts';
+
+export const ControlPlaneClientConfig = z.object({
+  baseUrl: z.url({ protocol: /^https?$/ }),
+  apiKey: z.string().min(1).optional(),
+  tenantId: z.string().min(1).optional(),
+  /** Per attempt, covering connect, headers and body. */
+  timeoutMs: z.number().int().positive().default(10_000),
+  retry: z
+    .object({
+      retries: z.number().int().min(0).max(20).default(5),
+      minDelayMs: z.number().int().min(1).default(200),
+      maxDelayMs: z.number().int().min(1).default(10_000),
+      maxElapsedMs: z.number().int().min(1).default(60_000),
+    })
+    .prefault({}),
+  pageSize: z.number().int().min(1).max(100).default(100),
+});
+export type ControlPlaneClientConfig = z.infer<typeof ControlPlaneClientConfig>;
+export type ControlPlaneClientConfigInput = z.input<typeof ControlPlaneClientConfig>;
+
+export interface ControlPlaneClientOptions extends ControlPlaneClientConfigInput {
+  readonly logger: Logger;
+  /** For tests; by default the client owns one keep-alive pool. */
+  readonly dispatcher?: Dispatcher;
+  readonly userAgent?: string;
+}
+
+export interface DeploymentFilter {
+  readonly name_contains?: string | undefined;
+  readonly status?: DeploymentStatus | undefined;
+  readonly remote_reconciled?: boolean | undefined;
+  readonly tag_value_ids?: readonly string[] | undefined;
+  readonly image_version?: string | undefined;
+  readonly deployment_type?: DeploymentType | undefined;
+  readonly deployment_ids?: readonly string[] | undefined;
+}
+
+export interface RevisionFilter {
+  readonly status?: readonly RevisionStatus[] | undefined;
+  readonly remote_reconciled?: boolean | undefined;
+}
+
+export interface InvalidItem {
+  readonly id: string | undefined;
+  readonly error: Error;
+}
+
+export interface CompleteListing<T> {
+  readonly items: T[];
+  /** Items the server sent that failed validation: present, but not usable. */
+  readonly invalid: InvalidItem[];
+}
+
+type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
+
+interface SendOptions {
+  readonly query?: Query;
+  readonly body?: unknown;
+}
+
+const PageEnvelope = z.object({ resources: z.array(z.unknown()), offset: z.number().int().nonnegative() });
+const ErrorBody = z.object({
+  error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }),
+});
+const MAX_ERROR_TEXT = 500;
+
+export class ControlPlaneClient {
+  readonly #config: ControlPlaneClientConfig;
+  readonly #logger: Logger;
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #base: string;
+  readonly #userAgent: string;
+
+  constructor(options: ControlPlaneClientOptions) {
+    const { logger, dispatcher, userAgent, ...config } = options;
+    this.#config = ControlPlaneClientConfig.parse(config);
+    this.#logger = logger.child({ component: 'controlplane-client' });
+    this.#base = this.#config.baseUrl.replace(/\/+$/, '');
+    this.#userAgent = userAgent ?? 'k8s-listener';
+    this.#ownsDispatcher = dispatcher === undefined;
+    this.#dispatcher =
+      dispatcher ??
+      new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: 16, pipelining: 1 });
+  }
+
+  // --- OAuth providers, agent connections, repositories (§4.1–4.5)
+
+  async getOAuthProvider(providerId: string): Promise<OAuthProvider> {
+    return parseResource(
+      OAuthProvider,
+      await this.#json('GET', `/v2/auth/providers/${seg(providerId)}`),
+      'oauth provider',
+    );
+  }
+
+  async listOAuthProviders(): Promise<OAuthProvider[]> {
+    return parseResource(
+      z.array(OAuthProvider),
+      await this.#json('GET', '/v2/auth/providers'),
+      'oauth provider list',
+    );
+  }
+
+  async listRepohostRepositories(integrationId: string): Promise<Repository[]> {
+    const body = await this.#json('GET', `/v1/integrations/repohost/${seg(integrationId)}/repos`);
+    return parseResource(z.array(Repository), body, 'repository list', integrationId);
+  }
+
+  async listHostedRepohostRepositories(integrationId: string): Promise<Repository[]> {
+    const body = await this.#json('GET', `/v1/integrations/hosted/repohost/${seg(integrationId)}/repos`);
+    return parseResource(z.array(Repository), body, 'repository list', integrationId);
+  }
+
+  async listAgentConnections(agentId: string): Promise<AgentConnection[]> {
+    const body = await this.#json('GET', `/v2/auth/agents/${seg(agentId)}/connections`);
+    return parseResource(AgentConnectionList, body, 'agent connection list', agentId).data;
+  }
+
+  // --- Deployments and revisions (§4.6–4.9, plus create and delete)
+
+  async createDeployment(body: DeploymentCreate): Promise<Deployment> {
+    return parseResource(Deployment, await this.#json('POST', '/v2/deployments', { body }), 'deployment');
+  }
+
+  async patchDeployment(deploymentId: string, patch: DeploymentPatch): Promise<Deployment> {
+    const body = await this.#json('PATCH', `/v2/deployments/${seg(deploymentId)}`, { body: patch });
+    return parseResource(Deployment, body, 'deployment', deploymentId);
+  }
+
+  /** Marks the deployment AWAITING_DELETE; the listener removes its objects and reports it deleted. */
+  async deleteDeployment(deploymentId: string): Promise<void> {
+    await this.#send('DELETE', `/v2/deployments/${seg(deploymentId)}`);
+  }
+
+  async redeployRevision(deploymentId: string, revisionId: string): Promise<Deployment> {
+    const path = `/v2/deployments/${seg(deploymentId)}/revisions/${seg(revisionId)}/redeploy`;
+    return parseResource(
+      Deployment,
+      await this.#json('POST', path, { body: {} }),
+      'deployment',
+      deploymentId,
+    );
+  }
+
+  deployments(filter: DeploymentFilter = {}): AsyncGenerator<Parsed<Deployment>> {
+    return this.#paginate('/v2/deployments', { ...filter }, Deployment, 'deployment');
+  }
+
+  revisions(deploymentId: string, filter: RevisionFilter = {}): AsyncGenerator<Parsed<Revision>> {
+    return this.#paginate(
+      `/v2/deployments/${seg(deploymentId)}/revisions`,
+      { ...filter },
+      Revision,
+      'revision',
+    );
+  }
+
+  /** Every deployment matching the filter, or a throw: never a partial list passed off as complete. */
+  async listAllDeployments(filter: DeploymentFilter = {}): Promise<CompleteListing<Deployment>> {
+    return collect(this.deployments(filter));
+  }
+
+  async listAllRevisions(
+    deploymentId: string,
+    filter: RevisionFilter = {},
+  ): Promise<CompleteListing<Revision>> {
+    return collect(this.revisions(deploymentId, filter));
+  }
+
+  // --- Listeners (§4.10–4.11, plus create and replace)
+
+  listeners(): AsyncGenerator<Parsed<Listener>> {
+    return this.#paginate('/v2/listeners', {}, Listener, 'listener');
+  }
+
+  async getListener(listenerId: string): Promise<Listener> {
+    return parseResource(
+      Listener,
+      await this.#json('GET', `/v2/listeners/${seg(listenerId)}`),
+      'listener',
+      listenerId,
+    );
+  }
+
+  async createListener(body: ListenerWrite): Promise<Listener> {
+    return parseResource(Listener, await this.#json('POST', '/v2/listeners', { body }), 'listener');
+  }
+
+  async putListener(listenerId: string, body: ListenerWrite): Promise<Listener> {
+    const response = await this.#json('PUT', `/v2/listeners/${seg(listenerId)}`, { body });
+    return parseResource(Listener, response, 'listener', listenerId);
+  }
+
+  // --- Status-report extension (DESIGN.md "Reporting")
+
+  async postStatusReports(listenerId: string, batch: StatusReportBatch): Promise<void> {
+    await this.#send('POST', `/v2/listeners/${seg(listenerId)}/status-reports`, { body: batch });
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+
+  // --- Transport
+
+  async *#paginate<S extends z.ZodType>(
+    path: string,
+    query: Query,
+    schema: S,
+    resource: string,
+  ): AsyncGenerator<Parsed<z.infer<S>>> {
+    let offset = 0;
+    // Stop on an empty page, not a short one: a server that caps the page size must never make
+    // a listing look complete when it is not.
+    for (;;) {
+      const body = await this.#json('GET', path, {
+        query: { ...query, limit: this.#config.pageSize, offset },
+      });
+      const page = PageEnvelope.safeParse(body);
+      if (!page.success) {
+        throw new ControlPlaneError(`GET ${path} returned an invalid page at offset ${offset}`, {
+          code: 'INVALID_RESPONSE',
+          method: 'GET',
+          path,
+        });
+      }
+      if (page.data.resources.length === 0) return;
+      for (const item of page.data.resources) yield safeParseResource(schema, item, resource);
+      if (page.data.offset <= offset) {
+        throw new ControlPlaneError(`GET ${path} did not advance its offset past ${offset}`, {
+          code: 'INVALID_RESPONSE',
+          method: 'GET',
+          path,
+        });
+      }
+      offset = page.data.offset;
+    }
+  }
+
+  async #json(method: string, path: string, options: SendOptions = {}): Promise<unknown> {
+    const { text, requestId, status } = await this.#send(method, path, options);
+    try {
+      return JSON.parse(text);
+    } catch (cause) {
+      throw new ControlPlaneError(`${method} ${path} returned invalid JSON (status ${status})`, {
+        code: 'INVALID_RESPONSE',
+        method,
+        path,
+        status,
+        requestId,
+        cause,
+      });
+    }
+  }
+
+  async #send(method: string, path: string, options: SendOptions = {}) {
+    const idempotent = method === 'GET' || method === 'PUT' || method === 'DELETE';
+    const { retries, maxElapsedMs } = this.#config.retry;
+    const policy: RetryPolicy = this.#config.retry;
+    return pRetry(() => this.#attempt(method, path, options), {
+      retries,
+      maxRetryTime: maxElapsedMs,
+      // The delay is ours (full jitter, Retry-After): p-retry only counts and bounds attempts.
+      minTimeout: 1,
+      maxTimeout: 1,
+      shouldRetry: ({ error }) => isRetryable(error, idempotent),
+      onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
+        if (retriesLeft === 0 || !isRetryable(error, idempotent)) return;
+        const delay = retryDelayMs(policy, attemptNumber, error);
+        this.#logger.warn(
+          {
+            method,
+            path,
+            attempt: attemptNumber,
+            delayMs: delay,
+            code: codeOf(error),
+            status: statusOf(error),
+          },
+          'control-plane request failed; retrying',
+        );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      },
+    });
+  }
+
+  async #attempt(method: string, path: string, options: SendOptions) {
+    const url = new URL(this.#base + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) {
+      if (value === undefined) continue;
+      url.searchParams.set(key, Array.isArray(value) ? value.join(',') : String(value));
+    }
+    const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
+    if (this.#config.apiKey !== undefined) headers['x-api-key'] = this.#config.apiKey;
+    if (this.#config.tenantId !== undefined) headers['x-tenant-id'] = this.#config.tenantId;
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const timeout = this.#config.timeoutMs;
+    const started = performance.now();
+    let status = 0;
+    let requestId: string | undefined;
+    let text: string;
+    let retryAfter: string | undefined;
+    try {
+      const response = await request(url, {
+        method: method as Dispatcher.HttpMethod,
+        headers,
+        body: options.body === undefined ? null : JSON.stringify(options.body),
+        dispatcher: this.#dispatcher,
+        headersTimeout: timeout,
+        bodyTimeout: timeout,
+        signal: AbortSignal.timeout(timeout),
+      });
+      status = response.statusCode;
+      requestId = header(response.headers['x-request-id']);
+      retryAfter = header(response.headers['retry-after']);
+      text = await response.body.text();
+    } catch (cause) {
+      const timedOut = isTimeout(cause);
+      throw new ControlPlaneError(
+        `${method} ${path} ${timedOut ? `timed out after ${timeout} ms` : 'failed: network error'}`,
+        {
+          code: timedOut ? 'TIMEOUT' : 'NETWORK',
+          method,
+          path,
+          status: status || undefined,
+          requestId,
+          cause: scrubbed(cause),
+        },
+      );
+    }
+    this.#logger.debug(
+      { method, path, status, requestId, ms: Math.round(performance.now() - started) },
+      'control-plane request',
+    );
+    if (status >= 400) {
+      const serverError = ErrorBody.safeParse(safeJson(text));
+      const serverMessage = serverError.success ? serverError.data.error.message : undefined;
+      const serverCode = serverError.success ? serverError.data.error.code : undefined;
+      const detail = serverMessage ?? text.slice(0, MAX_ERROR_TEXT);
+      throw new ControlPlaneError(`${method} ${path} failed with ${status}${detail ? `: ${detail}` : ''}`, {
+        code: 'HTTP',
+        method,
+        path,
+        status,
+        requestId,
+        serverCode,
+        serverMessage,
+        retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(retryAfter) : undefined,
+      });
+    }
+    return { status, text, requestId };
+  }
+}
+
+async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<CompleteListing<T>> {
+  const items: T[] = [];
+  const invalid: InvalidItem[] = [];
+  for await (const parsed of iterator) {
+    if (parsed.ok) items.push(parsed.value);
+    else invalid.push({ id: parsed.id, error: parsed.error });
+  }
+  return { items, invalid };
+}
+
+function seg(id: string): string {
+  return encodeURIComponent(id);
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isTimeout(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'TimeoutError') return true;
+  const code = 'code' in error ? String(error.code) : '';
+  return code.endsWith('_TIMEOUT');
+}
+
+/** Keeps the network error's name, code and message only: no request options ride along. */
+function scrubbed(error: unknown): Error {
+  if (!(error instanceof Error)) return new Error(String(error));
+  const copy = new Error(error.message);
+  copy.name = error.name;
+  if ('code' in error) Object.assign(copy, { code: error.code });
+  if (error.cause !== undefined) Object.assign(copy, { cause: scrubbed(error.cause) });
+  return copy;
+}
+
+function codeOf(error: unknown): string | undefined {
+  return error instanceof ControlPlaneError ? error.code : undefined;
+}
+
+function statusOf(error: unknown): number | undefined {
+  return error instanceof ControlPlaneError ? error.status : undefined;
+}

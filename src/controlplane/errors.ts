@@ -1,0 +1,46 @@
+// Typed errors of the control-plane client. They carry what an operator needs to find the failed
+// call (method, path, status, the server's request id) and never the API key or a secret value.
+
+export type ControlPlaneErrorCode = 'HTTP' | 'NETWORK' | 'TIMEOUT' | 'INVALID_RESPONSE';
+
+export interface ControlPlaneErrorDetails {
+  readonly code: ControlPlaneErrorCode;
+  readonly method: string;
+  readonly path: string;
+  readonly status?: number | undefined;
+  readonly requestId?: string | undefined;
+  /** The server's own error code and message, when it answered with the documented error body. */
+  readonly serverCode?: string | undefined;
+  readonly serverMessage?: string | undefined;
+  /** Seconds the server asked us to wait (429/503 Retry-After). */
+  readonly retryAfterMs?: number | undefined;
+  readonly cause?: unknown;
+}
+
+export class ControlPlaneError extends Error {
+  override readonly name = 'ControlPlaneError';
+  readonly code: ControlPlaneErrorCode;
+  readonly method: string;
+  readonly path: string;
+  readonly status: number | undefined;
+  readonly requestId: string | undefined;
+  readonly serverCode: string | undefined;
+  readonly serverMessage: string | undefined;
+  readonly retryAfterMs: number | undefined;
+
+  constructor(message: string, details: ControlPlaneErrorDetails) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = details.code;
+    this.method = details.method;
+    this.path = details.path;
+    this.status = details.status;
+    this.requestId = details.requestId;
+    this.serverCode = details.serverCode;
+    this.serverMessage = details.serverMessage;
+    this.retryAfterMs = details.retryAfterMs;
+  }
+}
+
+export function isControlPlaneError(error: unknown, status?: number): error is ControlPlaneError {
+  return error instanceof ControlPlaneError && (status === undefined || error.status === status);
+}
