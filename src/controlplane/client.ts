@@ -96,6 +96,7 @@ export class ControlPlaneClient {
   readonly #ownsDispatcher: boolean;
   readonly #base: string;
   readonly #userAgent: string;
+  #closed = false;
 
   constructor(options: ControlPlaneClientOptions) {
     const { logger, dispatcher, userAgent, ...config } = options;
@@ -223,8 +224,11 @@ export class ControlPlaneClient {
     await this.#send('POST', `/v2/listeners/${seg(listenerId)}/status-reports`, { body: batch });
   }
 
+  /** Closes the connection pool; safe to call more than once. */
   async close(): Promise<void> {
-    if (this.#ownsDispatcher) await this.#dispatcher.close();
+    if (!this.#ownsDispatcher || this.#closed) return;
+    this.#closed = true;
+    await this.#dispatcher.close();
   }
 
   // --- Transport

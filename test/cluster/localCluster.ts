@@ -112,8 +112,8 @@ async function writeCertificates(dir: string): Promise<void> {
   await openssl(['rsa', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
 }
 
-async function writeKubeconfig(dir: string, server: string): Promise<string> {
-  const b64 = async (file: string) => (await readFile(join(dir, file))).toString('base64');
+async function writeKubeconfig(pkiDir: string, outDir: string, server: string): Promise<string> {
+  const b64 = async (file: string) => (await readFile(join(pkiDir, file))).toString('base64');
   const kubeconfig = {
     apiVersion: 'v1',
     kind: 'Config',
@@ -130,7 +130,7 @@ async function writeKubeconfig(dir: string, server: string): Promise<string> {
     contexts: [{ name: 'local', context: { cluster: 'local', user: 'admin' } }],
     'current-context': 'local',
   };
-  const path = join(dir, 'kubeconfig');
+  const path = join(outDir, 'kubeconfig');
   // JSON is valid YAML, and kubectl and client libraries read it as such.
   await writeFile(path, JSON.stringify(kubeconfig, null, 2), { mode: 0o600 });
   return path;
@@ -380,6 +380,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       '--authorization-mode=RBAC',
       '--service-cluster-ip-range=10.0.0.0/24',
+      // The master Endpoints may not hold a loopback address; nothing in-cluster dials it here.
+      '--endpoint-reconciler-type=none',
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--audit-log-maxage=0',
@@ -395,7 +397,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       async () => (await admin.request('GET', '/readyz')).status === 200,
       failIfExited,
     );
-    const kubeconfigPath = await writeKubeconfig(runDir, server);
+    const kubeconfigPath = await writeKubeconfig(pki, runDir, server);
 
     await launch('kube-controller-manager', [
       `--kubeconfig=${kubeconfigPath}`,
