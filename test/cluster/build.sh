@@ -14,6 +14,14 @@ cache=${K8S_LISTENER_CACHE:-$HOME/.cache/k8s-listener}
 bin="$cache/k8s-$K8S_VERSION/bin"
 binaries=(kube-apiserver kube-controller-manager kube-scheduler kubectl etcd kwok helm)
 
+# A change to this script or the wrapper module invalidates the cache (Go's build cache keeps
+# the rebuild short).
+stamp=$(cat "$0" "$here/k8sbuild/go.mod" "$here/k8sbuild/go.sum" | sha256sum | cut -c1-16)
+if [ -d "$bin" ] && [ "$(cat "$bin/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "build inputs changed: rebuilding into $bin" >&2
+  rm -f "$bin"/*
+fi
+
 missing=()
 for b in "${binaries[@]}"; do [ -x "$bin/$b" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -55,7 +63,10 @@ install() { # name module@version [extra ldflags]
   GOBIN="$bin" GOFLAGS= go install -p 2 -trimpath -ldflags "-s -w $extra" "$mod"
 }
 install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
-install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+# Without these, `helm template` and `helm lint` assume Kubernetes v1.20.
+helm_kube="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor"
+install helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION $helm_kube"
 
+echo "$stamp" > "$bin/.stamp"
 echo "built in $(( $(date +%s) - started )) s" >&2
 echo "$bin"

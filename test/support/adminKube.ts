@@ -67,3 +67,24 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** Runs kubectl with `input` on stdin; resolves with its output, rejects with its stderr. */
+export function kubectlWithInput(
+  binDir: string,
+  kubeconfigPath: string,
+  args: readonly string[],
+  input: string,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      join(binDir, 'kubectl'),
+      ['--kubeconfig', kubeconfigPath, ...args],
+      { maxBuffer: 32 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`kubectl ${args.join(' ')} failed: ${stderr}`, { cause: error }));
+        else resolve(stdout);
+      },
+    );
+    child.stdin?.end(input);
+  });
+}
