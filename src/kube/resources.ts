@@ -1,0 +1,118 @@
+// The static table of the Kubernetes kinds this agent touches, and how each maps to its API path.
+
+export interface KindRef {
+  readonly apiVersion: string;
+  readonly kind: string;
+}
+
+export interface ObjectRef {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly namespace?: string | undefined;
+  readonly name: string;
+}
+
+export interface ResourceType {
+  readonly apiVersion: string;
+  readonly kind: string;
+  /** '' for the core group. */
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+  readonly namespaced: boolean;
+}
+
+function core(kind: string, plural: string, namespaced = true): ResourceType {
+  return { apiVersion: 'v1', kind, group: '', version: 'v1', plural, namespaced };
+}
+
+function grouped(group: string, version: string, kind: string, plural: string): ResourceType {
+  return { apiVersion: `${group}/${version}`, kind, group, version, plural, namespaced: true };
+}
+
+const TYPES: readonly ResourceType[] = [
+  core('Secret', 'secrets'),
+  core('Service', 'services'),
+  core('ConfigMap', 'configmaps'),
+  core('PersistentVolumeClaim', 'persistentvolumeclaims'),
+  core('PodTemplate', 'podtemplates'),
+  core('Pod', 'pods'),
+  core('Event', 'events'),
+  core('Namespace', 'namespaces', false),
+  grouped('apps', 'v1', 'Deployment', 'deployments'),
+  grouped('apps', 'v1', 'StatefulSet', 'statefulsets'),
+  grouped('apps', 'v1', 'ReplicaSet', 'replicasets'),
+  grouped('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers'),
+  grouped('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
+  grouped('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
+  grouped('coordination.k8s.io', 'v1', 'Lease', 'leases'),
+  grouped('events.k8s.io', 'v1', 'Event', 'events'),
+];
+
+/**
+ * Kinds addressable by name alone. `Event` means `events.k8s.io/v1` (what EventRecorder writes);
+ * core/v1 Events are reachable through a `KindRef`.
+ */
+export type ManagedKind =
+  | 'Secret'
+  | 'Service'
+  | 'ConfigMap'
+  | 'PersistentVolumeClaim'
+  | 'PodTemplate'
+  | 'Pod'
+  | 'Event'
+  | 'Namespace'
+  | 'Deployment'
+  | 'StatefulSet'
+  | 'ReplicaSet'
+  | 'HorizontalPodAutoscaler'
+  | 'PodDisruptionBudget'
+  | 'Ingress'
+  | 'Lease';
+
+const BY_NAME: Readonly<Record<ManagedKind, ResourceType>> = (() => {
+  const table: Partial<Record<string, ResourceType>> = {};
+  for (const type of TYPES) {
+    // The later entry wins: events.k8s.io/v1 Event over core/v1 Event.
+    table[type.kind] = type;
+  }
+  return table as Record<ManagedKind, ResourceType>;
+})();
+
+/** The resource type of `apiVersion` + `kind`, or undefined when the agent does not manage it. */
+export function findResourceType(apiVersion: string, kind: string): ResourceType | undefined {
+  return TYPES.find((type) => type.apiVersion === apiVersion && type.kind === kind);
+}
+
+/** The resource type of a managed kind name or an explicit `apiVersion` + `kind`. */
+export function resourceTypeOf(kind: ManagedKind | KindRef): ResourceType | undefined {
+  return typeof kind === 'string' ? BY_NAME[kind] : findResourceType(kind.apiVersion, kind.kind);
+}
+
+export function isManagedKind(kind: string): kind is ManagedKind {
+  return Object.hasOwn(BY_NAME, kind);
+}
+
+/**
+ * The request path of a collection (no name) or of one object. A namespaced type without a
+ * namespace gives the cluster-wide collection (list and watch across namespaces).
+ */
+export function resourcePath(type: ResourceType, namespace: string | undefined, name?: string): string {
+  const root = type.group === '' ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
+  const scope =
+    type.namespaced && namespace !== undefined ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  const item = name === undefined ? '' : `/${encodeURIComponent(name)}`;
+  return `${root}${scope}/${type.plural}${item}`;
+}
+
+/** `Kind/namespace/name` (or `Kind/name` for cluster-scoped objects): how errors and logs name an object. */
+export function formatRef(ref: {
+  kind: string;
+  namespace?: string | undefined;
+  name?: string | undefined;
+}): string {
+  const parts = [ref.kind];
+  if (ref.namespace !== undefined && ref.namespace !== '') parts.push(ref.namespace);
+  if (ref.name !== undefined) parts.push(ref.name);
+  return parts.join('/');
+}

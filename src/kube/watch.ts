@@ -1,0 +1,288 @@
+// Watches the agent's own objects (several kinds × namespaces, one label selector) and hands each
+// change to a handler that only enqueues; every stream relists, restarts and backs off by itself.
+import type { Logger } from 'pino';
+import { isGone } from './errors.ts';
+import type { CompleteList, ListOptions, LiveKubeObject, RawWatchEvent, WatchOptions } from './kubeClient.ts';
+import type { KindRef, ManagedKind } from './resources.ts';
+
+export type OwnedObjectEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface OwnedObjectEvent {
+  readonly type: OwnedObjectEventType;
+  /**
+   * The object as the server sent it; for a deletion noticed by a relist (missed while the watch
+   * was down), only its apiVersion, kind and last known metadata.
+   */
+  readonly object: LiveKubeObject;
+}
+
+/** What the watcher needs of a client; `KubeClient` provides it. */
+export interface WatchSource {
+  listWithVersion(kind: ManagedKind | KindRef, opts: ListOptions): Promise<CompleteList>;
+  watch(kind: ManagedKind | KindRef, opts: WatchOptions): AsyncIterable<RawWatchEvent>;
+}
+
+export interface OwnedObjectWatcherOptions {
+  readonly client: WatchSource;
+  readonly logger: Logger;
+  readonly kinds: readonly (ManagedKind | KindRef)[];
+  /** One stream per kind and namespace; undefined: one cluster-wide stream per kind. */
+  readonly namespaces: readonly string[] | undefined;
+  /** Usually `k8s-listener.io/listener-id=<id>`. */
+  readonly labelSelector: string;
+  /** Must only enqueue: it runs on the stream's loop. Exceptions are logged and dropped. */
+  readonly onEvent: (event: OwnedObjectEvent) => void;
+  /** A stream with no event and no bookmark for this long is restarted. Default 5 min. */
+  readonly watchdogMs?: number;
+  /** Exponential backoff after failures: first delay and cap. Defaults 1 s and 60 s. */
+  readonly backoffInitialMs?: number;
+  readonly backoffMaxMs?: number;
+  /** Server-side watch duration; each stream picks a value between this and twice this. Default 300 s. */
+  readonly watchTimeoutSeconds?: number;
+}
+
+export interface WatcherStats {
+  /** Complete listings made (the first one of each stream included). */
+  readonly lists: number;
+  /** Watch requests opened. */
+  readonly watches: number;
+  /** Relists because the server answered 410 Gone. */
+  readonly gone: number;
+  /** Restarts because the watchdog saw nothing for too long. */
+  readonly watchdogRestarts: number;
+  /** Failures (errors and unexpectedly closed streams) followed by a backoff. */
+  readonly failures: number;
+}
+
+interface Stream {
+  readonly kind: ManagedKind | KindRef;
+  readonly namespace: string | undefined;
+  readonly logger: Logger;
+  controller: AbortController | undefined;
+  synced: boolean;
+}
+
+const DEFAULT_WATCHDOG_MS = 5 * 60_000;
+const DEFAULT_BACKOFF_INITIAL_MS = 1_000;
+const DEFAULT_BACKOFF_MAX_MS = 60_000;
+const DEFAULT_WATCH_TIMEOUT_SECONDS = 300;
+
+export class OwnedObjectWatcher {
+  readonly #options: OwnedObjectWatcherOptions;
+  readonly #logger: Logger;
+  readonly #streams: Stream[];
+  readonly #loops: Promise<void>[] = [];
+  readonly #stopping = new AbortController();
+  readonly #synced: Promise<boolean>;
+  #resolveSynced: (synced: boolean) => void = () => {};
+  #started = false;
+  #stats = { lists: 0, watches: 0, gone: 0, watchdogRestarts: 0, failures: 0 };
+
+  constructor(options: OwnedObjectWatcherOptions) {
+    this.#options = options;
+    this.#logger = options.logger.child({ component: 'owned-object-watcher' });
+    const namespaces = options.namespaces ?? [undefined];
+    this.#streams = options.kinds.flatMap((kind) =>
+      namespaces.map((namespace) => ({
+        kind,
+        namespace,
+        logger: this.#logger.child({ kind: kindName(kind), namespace: namespace ?? '*' }),
+        controller: undefined,
+        synced: false,
+      })),
+    );
+    this.#synced = new Promise((resolve) => {
+      this.#resolveSynced = resolve;
+    });
+    if (this.#streams.length === 0) this.#resolveSynced(true);
+  }
+
+  /** Starts every stream; calling it again does nothing. */
+  start(): void {
+    if (this.#started || this.#stopping.signal.aborted) return;
+    this.#started = true;
+    for (const stream of this.#streams) this.#loops.push(this.#run(stream));
+  }
+
+  /** Closes every stream and waits for the loops to end. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    for (const stream of this.#streams) stream.controller?.abort();
+    this.#resolveSynced(false);
+    await Promise.all(this.#loops);
+  }
+
+  /** True once every stream has completed its first listing; false when stopped before that. */
+  whenSynced(): Promise<boolean> {
+    return this.#synced;
+  }
+
+  stats(): WatcherStats {
+    return { ...this.#stats };
+  }
+
+  async #run(stream: Stream): Promise<void> {
+    const options = this.#options;
+    const watchdogMs = options.watchdogMs ?? DEFAULT_WATCHDOG_MS;
+    const baseTimeout = options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS;
+    // Last known state of each object (by uid), so a relist can tell what changed or vanished.
+    const known = new Map<string, LiveKubeObject>();
+    let resourceVersion: string | undefined;
+    let failures = 0;
+    while (!this.#stopping.signal.aborted) {
+      const controller = new AbortController();
+      stream.controller = controller;
+      let watchdogFired = false;
+      let listedNow = false;
+      let watchdog: NodeJS.Timeout | undefined;
+      const armWatchdog = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => {
+          watchdogFired = true;
+          controller.abort();
+        }, watchdogMs);
+      };
+      try {
+        if (resourceVersion === undefined) {
+          const list = await options.client.listWithVersion(stream.kind, {
+            namespace: stream.namespace,
+            labelSelector: options.labelSelector,
+            signal: controller.signal,
+          });
+          this.#stats.lists++;
+          this.#applyList(known, list.items);
+          resourceVersion = list.resourceVersion;
+          listedNow = true;
+          this.#markSynced(stream);
+        }
+        const timeoutSeconds = Math.round(baseTimeout * (1 + Math.random()));
+        const opened = Date.now();
+        this.#stats.watches++;
+        armWatchdog();
+        for await (const event of options.client.watch(stream.kind, {
+          namespace: stream.namespace,
+          labelSelector: options.labelSelector,
+          resourceVersion,
+          allowWatchBookmarks: true,
+          timeoutSeconds,
+          signal: controller.signal,
+        })) {
+          armWatchdog();
+          failures = 0;
+          resourceVersion = event.object.metadata.resourceVersion || resourceVersion;
+          if (event.type === 'BOOKMARK') continue;
+          this.#applyEvent(known, event.type, event.object);
+        }
+        if (this.#stopping.signal.aborted) break;
+        if (watchdogFired) {
+          this.#stats.watchdogRestarts++;
+          stream.logger.warn({ watchdogMs }, 'watch silent for too long; restarting it');
+          failures++;
+        } else if (Date.now() - opened < timeoutSeconds * 1000 - 1000) {
+          // Closed before the server-side timeout: treat it like an error, so a flapping
+          // connection cannot make the loop spin.
+          stream.logger.info('watch stream closed early; restarting it');
+          failures++;
+        }
+      } catch (error) {
+        if (this.#stopping.signal.aborted) break;
+        if (watchdogFired) {
+          this.#stats.watchdogRestarts++;
+          stream.logger.warn({ watchdogMs }, 'watch silent for too long; restarting it');
+          failures++;
+        } else if (isGone(error)) {
+          // The resourceVersion is too old: a fresh listing says what changed meanwhile.
+          this.#stats.gone++;
+          stream.logger.info('watch resourceVersion expired (410 Gone); relisting');
+          resourceVersion = undefined;
+          // Relist right away, unless this round's own fresh listing was already too old.
+          if (listedNow) failures++;
+        } else {
+          failures++;
+          stream.logger.warn({ err: error, failures }, 'watch failed; restarting after a backoff');
+        }
+      } finally {
+        clearTimeout(watchdog);
+        controller.abort();
+        stream.controller = undefined;
+      }
+      if (failures > 0) {
+        this.#stats.failures++;
+        await this.#sleep(this.#backoffMs(failures));
+      }
+    }
+  }
+
+  #applyList(known: Map<string, LiveKubeObject>, items: readonly LiveKubeObject[]): void {
+    const seen = new Set<string>();
+    for (const item of items) {
+      const uid = item.metadata.uid;
+      seen.add(uid);
+      const previous = known.get(uid);
+      if (previous === undefined) this.#applyEvent(known, 'ADDED', item);
+      else if (previous.metadata.resourceVersion !== item.metadata.resourceVersion) {
+        this.#applyEvent(known, 'MODIFIED', item);
+      }
+    }
+    for (const [uid, object] of known) {
+      if (!seen.has(uid)) this.#applyEvent(known, 'DELETED', object);
+    }
+  }
+
+  #applyEvent(known: Map<string, LiveKubeObject>, type: OwnedObjectEventType, object: LiveKubeObject): void {
+    if (type === 'DELETED') known.delete(object.metadata.uid);
+    else known.set(object.metadata.uid, skeleton(object));
+    try {
+      this.#options.onEvent({ type, object });
+    } catch (error) {
+      this.#logger.error(
+        {
+          err: error,
+          type,
+          kind: object.kind,
+          namespace: object.metadata.namespace,
+          name: object.metadata.name,
+        },
+        'watch event handler threw; event dropped',
+      );
+    }
+  }
+
+  #markSynced(stream: Stream): void {
+    if (stream.synced) return;
+    stream.synced = true;
+    if (this.#streams.every((each) => each.synced)) this.#resolveSynced(true);
+  }
+
+  #backoffMs(failures: number): number {
+    const initial = this.#options.backoffInitialMs ?? DEFAULT_BACKOFF_INITIAL_MS;
+    const max = this.#options.backoffMaxMs ?? DEFAULT_BACKOFF_MAX_MS;
+    const capped = Math.min(max, initial * 2 ** Math.min(failures - 1, 30));
+    // Jitter in [50 %, 100 %] so that many streams failing together do not retry together.
+    return capped * (0.5 + Math.random() * 0.5);
+  }
+
+  #sleep(ms: number): Promise<void> {
+    const signal = this.#stopping.signal;
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+/** What a relist needs to remember of an object: identity and metadata, not its spec or data. */
+function skeleton(object: LiveKubeObject): LiveKubeObject {
+  const { managedFields: _managedFields, ...metadata } = object.metadata;
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata } as LiveKubeObject;
+}
+
+function kindName(kind: ManagedKind | KindRef): string {
+  return typeof kind === 'string' ? kind : `${kind.apiVersion}/${kind.kind}`;
+}
