@@ -1,0 +1,450 @@
+// Builds the Kubernetes objects of a valid render plan (see DESIGN.md "What one deployment
+// becomes"). Everything here is total: validation happened in plan.ts.
+import type { Container, VolumeMount } from '../controlplane/schemas/index.ts';
+import { canonicalHash } from './canonicalHash.ts';
+import type { KubeObject } from './kubeObject.ts';
+import {
+  AGENT_NAME,
+  ANNOTATION_CONFIG_CHECKSUM,
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_DEPLOYMENT_NAME,
+  ANNOTATION_GENERATED_KEYS,
+  ANNOTATION_REVISION_ID,
+  ANNOTATION_SPEC_HASH,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_INSTANCE,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+  LABEL_NAME,
+} from './ownership.ts';
+import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
+import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
+import type { RenderConfig } from './renderConfig.ts';
+
+type Json = Record<string, unknown>;
+type Component = AppRole | 'database' | 'kvstore' | 'config';
+
+export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject[] {
+  const names = objectNames(plan.base);
+  const objects: KubeObject[] = [];
+  const hasSecrets = plan.secrets.length > 0;
+
+  if (hasSecrets) {
+    objects.push(
+      object(plan, 'v1', 'Secret', names.secrets, 'config', {
+        type: 'Opaque',
+        data: Object.fromEntries(
+          plan.secrets.map((s) => [s.name, Buffer.from(s.value, 'utf8').toString('base64')]),
+        ),
+      }),
+    );
+  }
+  if (plan.database) {
+    // Created once by the reconciler, which generates the password; never overwritten.
+    const credentials = object(plan, 'v1', 'Secret', names.databaseCredentials, 'database', {
+      type: 'Opaque',
+      stringData: { username: config.database.user, database: config.database.database, password: '' },
+    });
+    credentials.metadata.annotations[ANNOTATION_CREATE_ONLY] = 'true';
+    credentials.metadata.annotations[ANNOTATION_GENERATED_KEYS] = 'password';
+    objects.push(credentials);
+  }
+
+  objects.push(
+    object(plan, 'v1', 'Service', plan.base, 'main', {
+      type: 'ClusterIP',
+      selector: selectorLabels(plan, 'main'),
+      ports: [{ name: 'http', port: config.app.servicePort, targetPort: 'http', protocol: 'TCP' }],
+    }),
+  );
+  if (plan.database) {
+    objects.push(
+      object(plan, 'v1', 'Service', names.database, 'database', {
+        clusterIP: 'None',
+        selector: selectorLabels(plan, 'database'),
+        ports: [{ name: 'postgres', port: config.database.port, targetPort: 'postgres', protocol: 'TCP' }],
+      }),
+      databaseStatefulSet(plan, config, names),
+    );
+  }
+  if (plan.kvstore) {
+    objects.push(
+      object(plan, 'v1', 'Service', names.kvstore, 'kvstore', {
+        type: 'ClusterIP',
+        selector: selectorLabels(plan, 'kvstore'),
+        ports: [{ name: 'redis', port: config.kvstore.port, targetPort: 'redis', protocol: 'TCP' }],
+      }),
+      kvstoreWorkload(plan, config, names.kvstore),
+    );
+  }
+
+  const checksum = configChecksum(plan);
+  for (const workload of plan.workloads) {
+    const name = workload.role === 'main' ? plan.base : `${plan.base}-${workload.role}`;
+    const template = appPodTemplate(plan, workload, config, names, checksum);
+    if (workload.role === 'executor' || !workload.scale) {
+      objects.push(object(plan, 'v1', 'PodTemplate', name, workload.role, { template }));
+      continue;
+    }
+    const autoscaled = workload.scale.max > workload.scale.min;
+    objects.push(
+      object(plan, 'apps/v1', 'Deployment', name, workload.role, {
+        // With an HPA the replica count is the HPA's: leaving it out of the applied body keeps
+        // server-side apply from fighting it.
+        ...(autoscaled ? {} : { replicas: workload.scale.min }),
+        selector: { matchLabels: selectorLabels(plan, workload.role) },
+        revisionHistoryLimit: 5,
+        progressDeadlineSeconds: 600,
+        strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: '25%' } },
+        template,
+      }),
+    );
+    if (autoscaled) {
+      objects.push(
+        object(plan, 'autoscaling/v2', 'HorizontalPodAutoscaler', name, workload.role, {
+          scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
+          // An HPA cannot scale to zero without a feature gate: min_scale 0 autoscales from 1.
+          minReplicas: Math.max(1, workload.scale.min),
+          maxReplicas: workload.scale.max,
+          metrics: [
+            {
+              type: 'Resource',
+              resource: {
+                name: 'cpu',
+                target: { type: 'Utilization', averageUtilization: config.autoscaling.targetCpuUtilization },
+              },
+            },
+          ],
+        }),
+      );
+    }
+    if (workload.role === 'main' && plan.deploymentType === 'prod' && config.prod.podDisruptionBudget) {
+      objects.push(
+        object(plan, 'policy/v1', 'PodDisruptionBudget', name, 'main', {
+          maxUnavailable: 1,
+          selector: { matchLabels: selectorLabels(plan, 'main') },
+        }),
+      );
+    }
+  }
+
+  if (plan.host && config.ingress.className) {
+    const ingress = object(plan, 'networking.k8s.io/v1', 'Ingress', plan.base, 'main', {
+      ingressClassName: config.ingress.className,
+      rules: [
+        {
+          host: plan.host,
+          http: {
+            paths: [
+              {
+                path: '/',
+                pathType: 'Prefix',
+                backend: { service: { name: plan.base, port: { name: 'http' } } },
+              },
+            ],
+          },
+        },
+      ],
+      ...(config.ingress.tlsSecretName
+        ? { tls: [{ hosts: [plan.host], secretName: config.ingress.tlsSecretName }] }
+        : {}),
+    });
+    Object.assign(ingress.metadata.annotations, config.ingress.annotations);
+    objects.push(ingress);
+  }
+
+  for (const item of objects) item.metadata.annotations[ANNOTATION_SPEC_HASH] = canonicalHash(item);
+  return objects;
+}
+
+export interface ObjectNames {
+  readonly secrets: string;
+  readonly database: string;
+  readonly databaseCredentials: string;
+  readonly kvstore: string;
+}
+
+export function objectNames(base: string): ObjectNames {
+  return {
+    secrets: `${base}-secrets`,
+    database: `${base}-db`,
+    databaseCredentials: `${base}-db-credentials`,
+    kvstore: `${base}-kvstore`,
+  };
+}
+
+export function commonLabels(plan: RenderPlan, component: Component): Record<string, string> {
+  return {
+    [LABEL_NAME]: plan.base,
+    [LABEL_INSTANCE]: plan.base,
+    [LABEL_COMPONENT]: component,
+    [LABEL_MANAGED_BY]: AGENT_NAME,
+    [LABEL_LISTENER_ID]: plan.listenerId,
+    [LABEL_DEPLOYMENT_ID]: plan.deploymentId,
+  };
+}
+
+/** Immutable once created (a Deployment's selector cannot change), so only stable identity. */
+function selectorLabels(plan: RenderPlan, component: Component): Record<string, string> {
+  return {
+    [LABEL_INSTANCE]: plan.base,
+    [LABEL_COMPONENT]: component,
+    [LABEL_DEPLOYMENT_ID]: plan.deploymentId,
+  };
+}
+
+function object(
+  plan: RenderPlan,
+  apiVersion: string,
+  kind: string,
+  name: string,
+  component: Component,
+  body: Json,
+): KubeObject {
+  const annotations: Record<string, string> = { [ANNOTATION_DEPLOYMENT_NAME]: plan.deploymentName };
+  if (plan.revisionId) annotations[ANNOTATION_REVISION_ID] = plan.revisionId;
+  const specKey = kind === 'Secret' || kind === 'PodTemplate' ? undefined : 'spec';
+  return {
+    apiVersion,
+    kind,
+    metadata: { name, namespace: plan.namespace, labels: commonLabels(plan, component), annotations },
+    ...(specKey ? { [specKey]: body } : body),
+  };
+}
+
+function resources(resolved: ResolvedResources): Json {
+  const limits: Json = {};
+  if (resolved.cpuLimit !== undefined) limits.cpu = cpuQuantity(resolved.cpuLimit);
+  if (resolved.memoryLimitMb !== undefined) limits.memory = memoryQuantity(resolved.memoryLimitMb);
+  return {
+    requests: { cpu: cpuQuantity(resolved.cpu), memory: memoryQuantity(resolved.memoryMb) },
+    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+  };
+}
+
+function containerHardening(config: RenderConfig): Json {
+  const h = config.hardening;
+  return {
+    allowPrivilegeEscalation: h.allowPrivilegeEscalation,
+    ...(h.dropAllCapabilities ? { capabilities: { drop: ['ALL'] } } : {}),
+    ...(h.readOnlyRootFilesystem ? { readOnlyRootFilesystem: true } : {}),
+  };
+}
+
+function podHardening(config: RenderConfig, runAs?: number): Json {
+  const h = config.hardening;
+  return {
+    ...(h.runAsNonRoot ? { runAsNonRoot: true } : {}),
+    ...(runAs === undefined ? {} : { runAsUser: runAs, runAsGroup: runAs, fsGroup: runAs }),
+    ...(h.seccompRuntimeDefault ? { seccompProfile: { type: 'RuntimeDefault' } } : {}),
+  };
+}
+
+function mounts(list: readonly VolumeMount[] | null | undefined): Json[] | undefined {
+  if (!list?.length) return undefined;
+  return list.map((m) => compact({ ...m }));
+}
+
+/** Drops null and undefined fields: the interface sends null for "not set". */
+function compact<T extends Json>(value: T): Json {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== null && v !== undefined));
+}
+
+function userContainer(container: Container, config: RenderConfig): Json {
+  return compact({
+    name: container.name,
+    image: container.image,
+    imagePullPolicy: container.imagePullPolicy,
+    workingDir: container.workingDir,
+    restartPolicy: container.restartPolicy,
+    command: container.command,
+    args: container.args,
+    env: container.env?.map((e) => compact({ ...e })),
+    envFrom: container.envFrom,
+    resources: container.resources ? compact({ ...container.resources }) : undefined,
+    volumeMounts: mounts(container.volumeMounts),
+    // The user's settings win over the hardening defaults; the policy was checked in plan.ts.
+    securityContext: { ...containerHardening(config), ...(container.securityContext ?? {}) },
+  });
+}
+
+function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: ObjectNames): Json[] {
+  const env: Json[] = [{ name: config.app.roleEnv, value: role }];
+  for (const secret of plan.secrets) {
+    env.push({ name: secret.name, valueFrom: { secretKeyRef: { name: names.secrets, key: secret.name } } });
+  }
+  for (const reference of plan.secretReferences) {
+    env.push({
+      name: reference.name,
+      valueFrom: { secretKeyRef: { name: reference.secret_name, key: reference.secret_key } },
+    });
+  }
+  if (plan.database) {
+    const db = config.database;
+    env.push({
+      name: db.passwordEnv,
+      valueFrom: { secretKeyRef: { name: names.databaseCredentials, key: 'password' } },
+    });
+    // $(VAR) expansion keeps the password out of the pod spec.
+    env.push({
+      name: db.uriEnv,
+      value: `postgresql://${db.user}:$(${db.passwordEnv})@${names.database}.${plan.namespace}.svc:${db.port}/${db.database}`,
+    });
+  }
+  if (plan.kvstore) {
+    env.push({
+      name: config.kvstore.uriEnv,
+      value: `redis://${names.kvstore}.${plan.namespace}.svc:${config.kvstore.port}/0`,
+    });
+  }
+  return env;
+}
+
+function appPodTemplate(
+  plan: RenderPlan,
+  workload: AppWorkloadPlan,
+  config: RenderConfig,
+  names: ObjectNames,
+  checksum: string,
+): Json {
+  const spec = plan.spec;
+  const isMain = workload.role === 'main';
+  const app = compact({
+    name: config.app.containerName,
+    image: plan.image,
+    env: appEnv(plan, workload.role, config, names),
+    ports: isMain ? [{ name: 'http', containerPort: config.app.containerPort, protocol: 'TCP' }] : undefined,
+    readinessProbe: isMain && config.app.readinessProbe ? config.app.readinessProbe : undefined,
+    resources: resources(workload.resources),
+    volumeMounts: mounts(spec.volume_mounts),
+    securityContext: containerHardening(config),
+  });
+  const annotations: Record<string, string> = {};
+  for (const [key, value] of Object.entries(spec.annotations ?? {})) annotations[key] = String(value);
+  if (plan.revisionId) annotations[ANNOTATION_REVISION_ID] = plan.revisionId;
+  annotations[ANNOTATION_CONFIG_CHECKSUM] = checksum;
+  const labels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(spec.labels ?? {})) labels[key] = String(value);
+  Object.assign(labels, commonLabels(plan, workload.role));
+  const spread =
+    plan.deploymentType === 'prod' && config.prod.topologySpread && workload.role !== 'executor'
+      ? ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'].map((topologyKey) => ({
+          maxSkew: 1,
+          topologyKey,
+          whenUnsatisfiable: 'ScheduleAnyway',
+          labelSelector: { matchLabels: selectorLabels(plan, workload.role) },
+        }))
+      : undefined;
+  return {
+    metadata: { labels, annotations },
+    spec: compact({
+      serviceAccountName: spec.service_account_name,
+      automountServiceAccountToken: spec.service_account_name
+        ? true
+        : config.hardening.automountServiceAccountToken,
+      imagePullSecrets: spec.image_pull_secrets?.length ? spec.image_pull_secrets : undefined,
+      enableServiceLinks: false,
+      terminationGracePeriodSeconds: config.app.terminationGracePeriodSeconds,
+      securityContext: podHardening(config),
+      topologySpreadConstraints: spread,
+      initContainers: spec.init_containers?.length
+        ? spec.init_containers.map((c) => userContainer(c, config))
+        : undefined,
+      containers: [app, ...(spec.sidecars ?? []).map((c) => userContainer(c, config))],
+      volumes: spec.volumes?.length ? spec.volumes.map((v) => compact({ ...v })) : undefined,
+    }),
+  };
+}
+
+function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: ObjectNames): KubeObject {
+  const db = config.database;
+  const database = plan.database;
+  const fromSecret = (key: string) => ({ secretKeyRef: { name: names.databaseCredentials, key } });
+  const labels = commonLabels(plan, 'database');
+  return object(plan, 'apps/v1', 'StatefulSet', names.database, 'database', {
+    serviceName: names.database,
+    replicas: 1,
+    selector: { matchLabels: selectorLabels(plan, 'database') },
+    persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Retain' },
+    template: {
+      metadata: { labels },
+      spec: {
+        automountServiceAccountToken: false,
+        enableServiceLinks: false,
+        securityContext: podHardening(config, db.runAsUser),
+        containers: [
+          compact({
+            name: 'postgres',
+            image: db.image,
+            args: database?.maxConnections ? ['-c', `max_connections=${database.maxConnections}`] : undefined,
+            env: [
+              { name: 'POSTGRES_USER', valueFrom: fromSecret('username') },
+              { name: 'POSTGRES_DB', valueFrom: fromSecret('database') },
+              { name: 'POSTGRES_PASSWORD', valueFrom: fromSecret('password') },
+              { name: 'PGDATA', value: '/var/lib/postgresql/data/pgdata' },
+            ],
+            ports: [{ name: 'postgres', containerPort: db.port, protocol: 'TCP' }],
+            readinessProbe: {
+              exec: { command: ['pg_isready', '-U', db.user, '-d', db.database] },
+              periodSeconds: 5,
+            },
+            resources: database ? resources(database.resources) : undefined,
+            volumeMounts: [{ name: 'data', mountPath: '/var/lib/postgresql/data' }],
+            securityContext: containerHardening(config),
+          }),
+        ],
+      },
+    },
+    volumeClaimTemplates: [
+      {
+        metadata: { name: 'data', labels },
+        spec: compact({
+          accessModes: ['ReadWriteOnce'],
+          storageClassName: db.storageClassName,
+          resources: { requests: { storage: storageQuantity(database?.storageGi ?? db.defaults.storageGi) } },
+        }),
+      },
+    ],
+  });
+}
+
+function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, name: string): KubeObject {
+  const kv = config.kvstore;
+  const template = {
+    metadata: { labels: commonLabels(plan, 'kvstore') },
+    spec: {
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: podHardening(config, kv.runAsUser),
+      containers: [
+        compact({
+          name: 'redis',
+          image: kv.image,
+          // A cache: no snapshots, no append-only file.
+          args: ['--save', '', '--appendonly', 'no'],
+          ports: [{ name: 'redis', containerPort: kv.port, protocol: 'TCP' }],
+          readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 5 },
+          resources: plan.kvstore ? resources(plan.kvstore.resources) : undefined,
+          volumeMounts: [{ name: 'data', mountPath: '/data' }],
+          securityContext: containerHardening(config),
+        }),
+      ],
+      volumes: [{ name: 'data', emptyDir: {} }],
+    },
+  };
+  const selector = { matchLabels: selectorLabels(plan, 'kvstore') };
+  return kv.kind === 'StatefulSet'
+    ? object(plan, 'apps/v1', 'StatefulSet', name, 'kvstore', {
+        serviceName: name,
+        replicas: 1,
+        selector,
+        template,
+      })
+    : object(plan, 'apps/v1', 'Deployment', name, 'kvstore', { replicas: 1, selector, template });
+}
+
+/** A one-way hash of what the pods read from Secrets this agent writes: changes roll the pods. */
+function configChecksum(plan: RenderPlan): string {
+  return canonicalHash(plan.secrets.map((s) => [s.name, s.value]));
+}

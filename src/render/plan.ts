@@ -1,0 +1,526 @@
+// Resolves one deployment into a render plan, collecting every problem with its field path:
+// namespace, names, image, scales, resources, containers, volumes, env, policy.
+import type {
+  Container,
+  Deployment,
+  DeploymentType,
+  Listener,
+  ResourceSpec,
+  Revision,
+  Secret,
+  SecretReference,
+  VolumeMount,
+} from '../controlplane/schemas/index.ts';
+import type { RenderProblem } from './errors.ts';
+import {
+  baseName,
+  isDnsLabel,
+  isEnvVarName,
+  isHostname,
+  isLabelValue,
+  isQualifiedKey,
+  isSecretKey,
+} from './names.ts';
+import { cpuMillis } from './quantities.ts';
+import type { RenderConfig } from './renderConfig.ts';
+
+export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
+
+export interface ResolvedResources {
+  readonly cpu: number;
+  readonly cpuLimit: number | undefined;
+  readonly memoryMb: number;
+  readonly memoryLimitMb: number | undefined;
+}
+
+export interface AppWorkloadPlan {
+  readonly role: AppRole;
+  readonly resources: ResolvedResources;
+  /** Absent for the executor, which is a PodTemplate. */
+  readonly scale: { readonly min: number; readonly max: number } | undefined;
+}
+
+export interface RenderPlan {
+  readonly deploymentId: string;
+  readonly deploymentName: string;
+  readonly revisionId: string | undefined;
+  readonly listenerId: string;
+  readonly namespace: string;
+  readonly base: string;
+  readonly image: string;
+  readonly deploymentType: DeploymentType;
+  readonly workloads: readonly AppWorkloadPlan[];
+  readonly database:
+    | {
+        readonly resources: ResolvedResources;
+        readonly storageGi: number;
+        readonly maxConnections: number | undefined;
+      }
+    | undefined;
+  readonly kvstore: { readonly resources: ResolvedResources } | undefined;
+  readonly secrets: readonly Secret[];
+  readonly secretReferences: readonly SecretReference[];
+  readonly spec: ResourceSpec;
+  readonly host: string | undefined;
+  /** What an operator should know that is not an error (e.g. a database brought by the user). */
+  readonly notes: readonly string[];
+}
+
+export interface PlanInput {
+  readonly deployment: Deployment;
+  readonly revision: Revision | undefined;
+  readonly listener: Listener;
+  readonly allowedNamespaces: readonly string[] | undefined;
+}
+
+const SPEC = 'source_config.resource_spec';
+const RESERVED_LABEL_PREFIXES = ['k8s-listener.io/', 'app.kubernetes.io/'];
+
+type NumericKey = {
+  [K in keyof ResourceSpec]-?: NonNullable<ResourceSpec[K]> extends number ? K : never;
+}[keyof ResourceSpec];
+
+const GROUP_FIELDS = {
+  queue: [
+    'queue_min_scale',
+    'queue_max_scale',
+    'queue_cpu',
+    'queue_cpu_limit',
+    'queue_memory_mb',
+    'queue_memory_limit_mb',
+  ],
+  orchestrator: [
+    'orchestrator_min_scale',
+    'orchestrator_max_scale',
+    'orchestrator_cpu',
+    'orchestrator_cpu_limit',
+    'orchestrator_memory_mb',
+    'orchestrator_memory_limit_mb',
+  ],
+  executor: ['executor_cpu', 'executor_cpu_limit', 'executor_memory_mb', 'executor_memory_limit_mb'],
+  kvstore: ['kvstore_cpu', 'kvstore_cpu_limit', 'kvstore_memory_mb', 'kvstore_memory_limit_mb'],
+  database: [
+    'db_cpu',
+    'db_cpu_limit',
+    'db_memory_mb',
+    'db_memory_limit_mb',
+    'db_storage_gi',
+    'db_max_connections',
+  ],
+} as const satisfies Record<string, readonly NumericKey[]>;
+
+class Problems {
+  readonly list: RenderProblem[] = [];
+  add(path: string, message: string): void {
+    this.list.push({ path, message });
+  }
+}
+
+export function planDeployment(
+  input: PlanInput,
+  config: RenderConfig,
+): { plan?: RenderPlan; problems: RenderProblem[] } {
+  const { deployment, revision, listener } = input;
+  const problems = new Problems();
+  const spec: ResourceSpec = deployment.source_config.resource_spec ?? {};
+  const notes: string[] = [];
+
+  if (deployment.source !== 'external_container') {
+    problems.add(
+      'source',
+      `unsupported source ${deployment.source}: a self-hosted listener runs only external_container deployments`,
+    );
+  }
+  if (deployment.source_config.listener_id !== listener.id) {
+    problems.add(
+      'source_config.listener_id',
+      `the deployment is bound to ${deployment.source_config.listener_id ?? 'no listener'}, not to this listener ${listener.id}`,
+    );
+  }
+  const namespace = resolveNamespace(input, problems);
+  const base = baseName(deployment.name, deployment.id);
+  if (base === undefined)
+    problems.add('name', 'cannot be made a valid Kubernetes name (no letters or digits)');
+
+  const image = (
+    revision?.source_revision_config.image_uri ?? deployment.source_revision_config.image_uri
+  )?.trim();
+  if (!image) problems.add('source_revision_config.image_uri', 'an image is required');
+  else if (/\s/.test(image))
+    problems.add('source_revision_config.image_uri', 'an image reference cannot contain white space');
+
+  const deploymentType = deployment.source_config.deployment_type ?? 'dev';
+  const defaults = config.defaults[deploymentType];
+  const numbers = checkNumbers(spec, problems);
+
+  const workloads: AppWorkloadPlan[] = [
+    {
+      role: 'main',
+      resources: resolveResources(numbers, '', defaults, config, problems),
+      scale: resolveScale(numbers, 'min_scale', 'max_scale', problems),
+    },
+  ];
+  for (const role of ['queue', 'orchestrator'] as const) {
+    if (!groupSet(spec, GROUP_FIELDS[role])) continue;
+    workloads.push({
+      role,
+      resources: resolveResources(numbers, `${role}_`, defaults, config, problems),
+      scale: resolveScale(numbers, `${role}_min_scale`, `${role}_max_scale`, problems),
+    });
+  }
+  if (groupSet(spec, GROUP_FIELDS.executor)) {
+    workloads.push({
+      role: 'executor',
+      resources: resolveResources(numbers, 'executor_', defaults, config, problems),
+      scale: undefined,
+    });
+  }
+
+  const secrets = deployment.secrets;
+  const secretReferences = deployment.secret_references ?? [];
+  const envNames = new Set([...secrets.map((s) => s.name), ...secretReferences.map((r) => r.name)]);
+  let database: RenderPlan['database'];
+  if (groupSet(spec, GROUP_FIELDS.database)) {
+    const own = config.database.bringYourOwnNames.find((name) => envNames.has(name));
+    if (own) {
+      notes.push(`no database provisioned: the deployment brings its own (${own})`);
+    } else {
+      const maxConnections = numbers.get('db_max_connections');
+      if (maxConnections !== undefined && (!Number.isInteger(maxConnections) || maxConnections < 1)) {
+        problems.add(`${SPEC}.db_max_connections`, 'must be a whole number of at least 1');
+      }
+      database = {
+        resources: resolveResources(numbers, 'db_', config.database.defaults, config, problems),
+        storageGi: numbers.get('db_storage_gi') ?? config.database.defaults.storageGi,
+        maxConnections,
+      };
+    }
+  }
+  let kvstore: RenderPlan['kvstore'];
+  if (groupSet(spec, GROUP_FIELDS.kvstore)) {
+    const own = config.kvstore.bringYourOwnNames.find((name) => envNames.has(name));
+    if (own) notes.push(`no key-value store provisioned: the deployment brings its own (${own})`);
+    else
+      kvstore = {
+        resources: resolveResources(numbers, 'kvstore_', config.kvstore.defaults, config, problems),
+      };
+  }
+
+  checkSecrets(secrets, secretReferences, problems);
+  const generatedEnv = [
+    config.app.roleEnv,
+    ...(database ? [config.database.passwordEnv, config.database.uriEnv] : []),
+    ...(kvstore ? [config.kvstore.uriEnv] : []),
+  ];
+  for (const name of generatedEnv) {
+    if (envNames.has(name))
+      problems.add('secrets', `${name} is set by the agent and cannot also be a secret or secret reference`);
+  }
+  checkPodMetadata(spec, problems);
+  checkVolumesAndContainers(spec, config, problems);
+  const host = resolveHost(deployment.source_config.custom_url, problems);
+  if (host && !config.ingress.className)
+    notes.push('custom_url is not exposed: the agent has no ingress class configured');
+
+  if (problems.list.length > 0 || base === undefined || namespace === undefined || !image) {
+    return { problems: problems.list };
+  }
+  return {
+    problems: [],
+    plan: {
+      deploymentId: deployment.id,
+      deploymentName: deployment.name,
+      revisionId: revision?.id ?? deployment.latest_revision_id ?? undefined,
+      listenerId: listener.id,
+      namespace,
+      base,
+      image,
+      deploymentType,
+      workloads,
+      database,
+      kvstore,
+      secrets,
+      secretReferences,
+      spec,
+      host: config.ingress.className ? host : undefined,
+      notes,
+    },
+  };
+}
+
+function resolveNamespace(input: PlanInput, problems: Problems): string | undefined {
+  const path = 'source_config.listener_config.k8s_namespace';
+  const namespace = input.deployment.source_config.listener_config?.k8s_namespace ?? undefined;
+  if (!namespace) {
+    problems.add(path, 'a target namespace is required');
+    return undefined;
+  }
+  if (!isDnsLabel(namespace)) problems.add(path, `${namespace} is not a valid namespace name`);
+  const listenerNamespaces = input.listener.compute_config?.k8s_namespaces ?? [];
+  if (!listenerNamespaces.includes(namespace)) {
+    problems.add(
+      path,
+      `namespace ${namespace} is not one of the listener's k8s_namespaces (${listenerNamespaces.join(', ') || 'none'})`,
+    );
+  }
+  if (input.allowedNamespaces && !input.allowedNamespaces.includes(namespace)) {
+    problems.add(
+      path,
+      `namespace ${namespace} is not in the agent's allow-list (${input.allowedNamespaces.join(', ') || 'empty'})`,
+    );
+  }
+  return namespace;
+}
+
+/** Every numeric field must be a finite number ≥ 0; the valid ones are returned by name. */
+function checkNumbers(spec: ResourceSpec, problems: Problems): Map<NumericKey, number> {
+  const numbers = new Map<NumericKey, number>();
+  for (const [key, value] of Object.entries(spec)) {
+    if (typeof value !== 'number') continue;
+    if (!Number.isFinite(value) || value < 0) {
+      problems.add(`${SPEC}.${key}`, 'must be a non-negative number');
+      continue;
+    }
+    numbers.set(key as NumericKey, value);
+  }
+  return numbers;
+}
+
+function groupSet(spec: ResourceSpec, fields: readonly NumericKey[]): boolean {
+  return fields.some((field) => spec[field] != null);
+}
+
+function resolveScale(
+  numbers: Map<NumericKey, number>,
+  minKey: NumericKey,
+  maxKey: NumericKey,
+  problems: Problems,
+) {
+  const minGiven = numbers.get(minKey);
+  const maxGiven = numbers.get(maxKey);
+  for (const [key, value] of [
+    [minKey, minGiven],
+    [maxKey, maxGiven],
+  ] as const) {
+    if (value !== undefined && !Number.isInteger(value))
+      problems.add(`${SPEC}.${key}`, 'must be a whole number');
+  }
+  const min = minGiven ?? Math.min(1, maxGiven ?? 1);
+  const max = maxGiven ?? Math.max(min, 1);
+  if (min > max) problems.add(`${SPEC}.${minKey}`, `${minKey} (${min}) is above ${maxKey} (${max})`);
+  return { min, max };
+}
+
+function resolveResources(
+  numbers: Map<NumericKey, number>,
+  prefix: '' | 'queue_' | 'orchestrator_' | 'executor_' | 'kvstore_' | 'db_',
+  defaults: { cpu: number; memoryMb: number },
+  config: RenderConfig,
+  problems: Problems,
+): ResolvedResources {
+  const key = (name: string) => `${prefix}${name}` as NumericKey;
+  const positive = (name: string) => {
+    const value = numbers.get(key(name));
+    if (value === 0) {
+      problems.add(`${SPEC}.${key(name)}`, 'must be greater than zero');
+      return undefined;
+    }
+    return value;
+  };
+  const cpuGiven = positive('cpu');
+  const cpuLimitGiven = positive('cpu_limit');
+  const memoryGiven = positive('memory_mb');
+  const memoryLimitGiven = positive('memory_limit_mb');
+  for (const name of ['cpu', 'cpu_limit'] as const) {
+    const value = numbers.get(key(name));
+    if (value !== undefined && value > 0 && cpuMillis(value) === 0)
+      problems.add(`${SPEC}.${key(name)}`, 'is below one millicore');
+  }
+  // Only a limit given: the request equals it, as Kubernetes' own defaulting would do.
+  const cpu = cpuGiven ?? cpuLimitGiven ?? defaults.cpu;
+  const memoryMb = memoryGiven ?? memoryLimitGiven ?? defaults.memoryMb;
+  const cpuLimit = cpuLimitGiven ?? (config.limits.cpuWhenOnlyRequest === 'request' ? cpu : undefined);
+  const memoryLimitMb =
+    memoryLimitGiven ?? (config.limits.memoryWhenOnlyRequest === 'request' ? memoryMb : undefined);
+  if (cpuLimit !== undefined && cpuMillis(cpuLimit) < cpuMillis(cpu)) {
+    problems.add(`${SPEC}.${key('cpu_limit')}`, `the cpu limit (${cpuLimit}) is below its request (${cpu})`);
+  }
+  if (memoryLimitMb !== undefined && Math.ceil(memoryLimitMb) < Math.ceil(memoryMb)) {
+    problems.add(
+      `${SPEC}.${key('memory_limit_mb')}`,
+      `the memory limit (${memoryLimitMb}) is below its request (${memoryMb})`,
+    );
+  }
+  return { cpu, cpuLimit, memoryMb, memoryLimitMb };
+}
+
+function checkSecrets(
+  secrets: readonly Secret[],
+  references: readonly SecretReference[],
+  problems: Problems,
+): void {
+  const seen = new Set<string>();
+  secrets.forEach((secret, i) => {
+    if (!isEnvVarName(secret.name) || !isSecretKey(secret.name)) {
+      problems.add(
+        `secrets[${i}].name`,
+        `${JSON.stringify(secret.name)} is not a valid environment variable name`,
+      );
+    }
+    if (seen.has(secret.name)) problems.add(`secrets[${i}].name`, `duplicate name ${secret.name}`);
+    seen.add(secret.name);
+  });
+  references.forEach((reference, i) => {
+    if (!isEnvVarName(reference.name)) {
+      problems.add(
+        `secret_references[${i}].name`,
+        `${JSON.stringify(reference.name)} is not a valid environment variable name`,
+      );
+    }
+    if (seen.has(reference.name))
+      problems.add(`secret_references[${i}].name`, `duplicate name ${reference.name}`);
+    seen.add(reference.name);
+    if (!isHostname(reference.secret_name))
+      problems.add(`secret_references[${i}].secret_name`, 'is not a valid Secret name');
+    if (!isSecretKey(reference.secret_key))
+      problems.add(`secret_references[${i}].secret_key`, 'is not a valid Secret key');
+  });
+}
+
+function checkPodMetadata(spec: ResourceSpec, problems: Problems): void {
+  for (const [kind, map] of [
+    ['labels', spec.labels],
+    ['annotations', spec.annotations],
+  ] as const) {
+    for (const [key, value] of Object.entries(map ?? {})) {
+      const path = `${SPEC}.${kind}.${key}`;
+      if (!isQualifiedKey(key))
+        problems.add(
+          path,
+          `${JSON.stringify(key)} is not a valid ${kind === 'labels' ? 'label' : 'annotation'} key`,
+        );
+      if (
+        RESERVED_LABEL_PREFIXES.some((prefix) => key.startsWith(prefix)) &&
+        (kind === 'labels' || key.startsWith('k8s-listener.io/'))
+      ) {
+        problems.add(path, 'is reserved for the agent');
+      }
+      if (typeof value !== 'string') problems.add(path, 'must be a string');
+      else if (kind === 'labels' && !isLabelValue(value)) problems.add(path, 'is not a valid label value');
+    }
+  }
+  if (spec.service_account_name != null && !isHostname(spec.service_account_name)) {
+    problems.add(`${SPEC}.service_account_name`, 'is not a valid ServiceAccount name');
+  }
+  spec.image_pull_secrets?.forEach((secret, i) => {
+    if (!isHostname(secret.name))
+      problems.add(`${SPEC}.image_pull_secrets[${i}].name`, 'is not a valid Secret name');
+  });
+}
+
+function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, problems: Problems): void {
+  const volumes = new Set<string>();
+  spec.volumes?.forEach((volume, i) => {
+    if (!isDnsLabel(volume.name))
+      problems.add(`${SPEC}.volumes[${i}].name`, `${JSON.stringify(volume.name)} is not a valid volume name`);
+    if (volumes.has(volume.name))
+      problems.add(`${SPEC}.volumes[${i}].name`, `duplicate volume name ${volume.name}`);
+    volumes.add(volume.name);
+  });
+  checkMounts(spec.volume_mounts ?? [], `${SPEC}.volume_mounts`, volumes, problems);
+
+  const names = new Set<string>([config.app.containerName]);
+  for (const [group, containers] of [
+    ['init_containers', spec.init_containers ?? []],
+    ['sidecars', spec.sidecars ?? []],
+  ] as const) {
+    containers.forEach((container, i) =>
+      checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, config, problems),
+    );
+  }
+}
+
+function checkMounts(
+  mounts: readonly VolumeMount[],
+  path: string,
+  volumes: Set<string>,
+  problems: Problems,
+): void {
+  const paths = new Set<string>();
+  mounts.forEach((mount, i) => {
+    if (!volumes.has(mount.name))
+      problems.add(`${path}[${i}].name`, `mounts ${mount.name}, which is not a volume of this deployment`);
+    if (mount.mountPath === '') problems.add(`${path}[${i}].mountPath`, 'is required');
+    if (paths.has(mount.mountPath))
+      problems.add(`${path}[${i}].mountPath`, `duplicate mount path ${mount.mountPath}`);
+    paths.add(mount.mountPath);
+  });
+}
+
+function checkContainer(
+  container: Container,
+  path: string,
+  names: Set<string>,
+  volumes: Set<string>,
+  config: RenderConfig,
+  problems: Problems,
+): void {
+  if (!isDnsLabel(container.name))
+    problems.add(`${path}.name`, `${JSON.stringify(container.name)} is not a valid container name`);
+  if (names.has(container.name)) problems.add(`${path}.name`, `duplicate container name ${container.name}`);
+  names.add(container.name);
+  if (!container.image?.trim()) problems.add(`${path}.image`, 'an image is required');
+  const env = new Set<string>();
+  container.env?.forEach((variable, j) => {
+    if (!isEnvVarName(variable.name))
+      problems.add(
+        `${path}.env[${j}].name`,
+        `${JSON.stringify(variable.name)} is not a valid environment variable name`,
+      );
+    if (env.has(variable.name))
+      problems.add(`${path}.env[${j}].name`, `duplicate environment variable ${variable.name}`);
+    env.add(variable.name);
+  });
+  checkMounts(container.volumeMounts ?? [], `${path}.volumeMounts`, volumes, problems);
+  const securityContext = container.securityContext ?? {};
+  if (config.policy.forbidPrivilegedContainers) {
+    if (securityContext.privileged === true)
+      problems.add(
+        `${path}.securityContext.privileged`,
+        'privileged containers are forbidden by the agent policy',
+      );
+    if (securityContext.allowPrivilegeEscalation === true) {
+      problems.add(
+        `${path}.securityContext.allowPrivilegeEscalation`,
+        'privilege escalation is forbidden by the agent policy',
+      );
+    }
+    const capabilities = securityContext.capabilities;
+    const added =
+      typeof capabilities === 'object' && capabilities !== null && 'add' in capabilities
+        ? capabilities.add
+        : undefined;
+    if (Array.isArray(added) && added.length > 0)
+      problems.add(
+        `${path}.securityContext.capabilities.add`,
+        'added capabilities are forbidden by the agent policy',
+      );
+  }
+}
+
+function resolveHost(customUrl: string | null | undefined, problems: Problems): string | undefined {
+  if (!customUrl) return undefined;
+  let host = customUrl.trim().toLowerCase();
+  if (host.includes('://')) {
+    try {
+      host = new URL(host).hostname;
+    } catch {
+      host = '';
+    }
+  }
+  if (!isHostname(host)) {
+    problems.add('source_config.custom_url', 'is not a valid host name or URL');
+    return undefined;
+  }
+  return host;
+}
