@@ -22,6 +22,7 @@ export function baseName(deploymentName: string, deploymentId: string): string |
   const normalised = deploymentName
     .toLowerCase()
     .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
     .replace(/[^a-z0-9-]+/g, '-')
     .replace(/-+/g, '-')
     .replace(/^-|-$/g, '');

@@ -1,0 +1,29 @@
+// Fixtures for render tests: the shared JSON fixtures, parsed, and a builder for variations.
+import { readFileSync } from 'node:fs';
+import type { ResourceSpec } from '../../src/controlplane/schemas/index.ts';
+import { Deployment, Listener } from '../../src/controlplane/schemas/index.ts';
+import { RenderConfig, type RenderConfigInput, type RenderInput } from '../../src/render/index.ts';
+
+const read = (name: string): unknown =>
+  JSON.parse(readFileSync(new URL(`../fixtures/${name}`, import.meta.url), 'utf8'));
+
+export const maximalDeployment = Deployment.parse(read('deployment-maximal.json'));
+export const minimalDeployment = Deployment.parse(read('deployment-minimal.json'));
+export const listener = Listener.parse(read('listener.json'));
+export const goldenConfig = RenderConfig.parse({ ingress: { className: 'nginx' } });
+
+export function config(overrides: RenderConfigInput = {}): RenderConfig {
+  return RenderConfig.parse(overrides);
+}
+
+/** The minimal deployment with a resource spec and other fields replaced. */
+export function withSpec(spec: ResourceSpec, extra: Partial<Deployment> = {}): RenderInput {
+  const deployment = structuredClone(minimalDeployment);
+  deployment.source_config.resource_spec = spec;
+  return {
+    deployment: { ...deployment, ...extra },
+    revision: undefined,
+    listener,
+    allowedNamespaces: undefined,
+  };
+}

@@ -1,0 +1,173 @@
+// fast-check arbitraries: valid deployments (within what the interface allows) and ways to break one.
+import fc from 'fast-check';
+import type { Container, Deployment, ResourceSpec } from '../../src/controlplane/schemas/index.ts';
+import { listener, minimalDeployment } from './renderFixtures.ts';
+
+const dnsLabel = fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/);
+const envName = fc
+  .stringMatching(/^[A-Z][A-Z0-9_]{0,8}$/)
+  .filter(
+    (n) => !['WORKLOAD_ROLE', 'DATABASE_URI', 'DATABASE_PASSWORD', 'REDIS_URI', 'POSTGRES_URI'].includes(n),
+  );
+const cores = fc.integer({ min: 1, max: 4000 }).map((m) => m / 1000);
+const megabytes = fc.integer({ min: 16, max: 8192 });
+
+/** A request with an optional limit at or above it. */
+const requestAndLimit = (base: fc.Arbitrary<number>) =>
+  fc
+    .tuple(base, fc.option(fc.double({ min: 1, max: 4, noNaN: true }), { nil: undefined }))
+    .map(([request, factor]) => ({
+      request,
+      limit: factor === undefined ? undefined : Math.ceil(request * factor * 1000) / 1000,
+    }));
+
+const scale = fc
+  .tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 5 }))
+  .map(([min, extra]) => ({ min, max: min + extra }));
+
+const workload = fc.record({ cpu: requestAndLimit(cores), memory: requestAndLimit(megabytes), scale });
+
+function container(name: string, volumes: readonly string[]): fc.Arbitrary<Container> {
+  return fc.record({
+    name: fc.constant(name),
+    image: fc.constantFrom('busybox:1.36', 'nginx:1.27'),
+    command: fc.option(fc.constant(['sh', '-c', 'sleep 3600']), { nil: undefined }),
+    env: fc.option(
+      fc.uniqueArray(envName, { maxLength: 3 }).map((names) => names.map((n) => ({ name: n, value: 'v' }))),
+      { nil: undefined },
+    ),
+    volumeMounts: fc.option(
+      fc
+        .subarray([...volumes])
+        .map((names) => names.map((n) => ({ name: n, mountPath: `/mnt/${n}`, readOnly: true }))),
+      { nil: undefined },
+    ),
+  });
+}
+
+export const validDeployment: fc.Arbitrary<Deployment> = fc
+  .record({
+    name: fc.string({ minLength: 1, maxLength: 80 }).filter((n) => /[a-zA-Z0-9]/.test(n)),
+    main: workload,
+    queue: fc.option(workload, { nil: undefined }),
+    orchestrator: fc.option(workload, { nil: undefined }),
+    executor: fc.option(fc.record({ cpu: requestAndLimit(cores), memory: requestAndLimit(megabytes) }), {
+      nil: undefined,
+    }),
+    db: fc.option(
+      fc.record({ storage: fc.integer({ min: 1, max: 50 }), connections: fc.integer({ min: 10, max: 500 }) }),
+      { nil: undefined },
+    ),
+    kvstore: fc.boolean(),
+    type: fc.constantFrom('dev_free', 'dev', 'prod') as fc.Arbitrary<'dev_free' | 'dev' | 'prod'>,
+    volumes: fc.uniqueArray(dnsLabel, { maxLength: 3 }),
+    sidecarNames: fc.uniqueArray(
+      dnsLabel.map((n) => `s${n}`),
+      { maxLength: 2 },
+    ),
+    initNames: fc.uniqueArray(
+      dnsLabel.map((n) => `i${n}`),
+      { maxLength: 2 },
+    ),
+    secrets: fc.uniqueArray(envName, { maxLength: 3 }),
+    labels: fc.dictionary(dnsLabel, dnsLabel, { maxKeys: 3 }),
+    namespace: fc.constantFrom('apps', 'apps-staging'),
+  })
+  .chain((parts) =>
+    fc
+      .tuple(
+        fc.tuple(...parts.sidecarNames.map((n) => container(n, parts.volumes))),
+        fc.tuple(...parts.initNames.map((n) => container(n, parts.volumes))),
+      )
+      .map(([sidecars, initContainers]) => {
+        const spec: ResourceSpec = {
+          min_scale: parts.main.scale.min,
+          max_scale: parts.main.scale.max,
+          cpu: parts.main.cpu.request,
+          cpu_limit: parts.main.cpu.limit,
+          memory_mb: parts.main.memory.request,
+          memory_limit_mb: parts.main.memory.limit,
+          labels: parts.labels,
+          volumes: parts.volumes.map((name) => ({ name, emptyDir: {} })),
+          volume_mounts: parts.volumes.map((name) => ({ name, mountPath: `/data/${name}` })),
+          sidecars,
+          init_containers: initContainers,
+        };
+        for (const role of ['queue', 'orchestrator'] as const) {
+          const w = parts[role];
+          if (!w) continue;
+          Object.assign(spec, {
+            [`${role}_min_scale`]: w.scale.min,
+            [`${role}_max_scale`]: w.scale.max,
+            [`${role}_cpu`]: w.cpu.request,
+            [`${role}_cpu_limit`]: w.cpu.limit,
+            [`${role}_memory_mb`]: w.memory.request,
+            [`${role}_memory_limit_mb`]: w.memory.limit,
+          });
+        }
+        if (parts.executor)
+          Object.assign(spec, {
+            executor_cpu: parts.executor.cpu.request,
+            executor_memory_mb: parts.executor.memory.request,
+          });
+        if (parts.db)
+          Object.assign(spec, { db_storage_gi: parts.db.storage, db_max_connections: parts.db.connections });
+        if (parts.kvstore) spec.kvstore_memory_mb = 64;
+        const deployment = structuredClone(minimalDeployment);
+        deployment.name = parts.name;
+        deployment.source_config = {
+          ...deployment.source_config,
+          deployment_type: parts.type,
+          listener_config: { k8s_namespace: parts.namespace },
+          resource_spec: spec,
+        };
+        deployment.secrets = parts.secrets.map((name) => ({ name, value: `value-of-${name}` }));
+        return deployment;
+      }),
+  );
+
+type Breakage = { readonly path: string; readonly apply: (d: Deployment) => void };
+
+const spec = (d: Deployment): ResourceSpec => {
+  d.source_config.resource_spec ??= {};
+  return d.source_config.resource_spec;
+};
+
+/** One way to break a valid deployment, and the field path the error must name. */
+export const breakage: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
+  { path: 'source_config.resource_spec.cpu', apply: (d) => void (spec(d).cpu = -0.5) },
+  { path: 'source_config.resource_spec.memory_mb', apply: (d) => void (spec(d).memory_mb = Number.NaN) },
+  {
+    path: 'source_config.resource_spec.min_scale',
+    apply: (d) => Object.assign(spec(d), { min_scale: 7, max_scale: 2 }),
+  },
+  {
+    path: 'source_config.resource_spec.cpu_limit',
+    apply: (d) => Object.assign(spec(d), { cpu: 2, cpu_limit: 1 }),
+  },
+  {
+    path: 'source_config.resource_spec.volume_mounts[0].name',
+    apply: (d) => void (spec(d).volume_mounts = [{ name: 'missing-volume', mountPath: '/m' }]),
+  },
+  {
+    path: 'source_config.resource_spec.sidecars[1].name',
+    apply: (d) =>
+      void (spec(d).sidecars = [
+        { name: 'twin', image: 'x' },
+        { name: 'twin', image: 'x' },
+      ]),
+  },
+  { path: 'secrets[0].name', apply: (d) => void (d.secrets = [{ name: '9-lives', value: 'x' }]) },
+  {
+    path: 'source_config.listener_config.k8s_namespace',
+    apply: (d) => void (d.source_config.listener_config = { k8s_namespace: 'kube-system' }),
+  },
+  { path: 'source', apply: (d) => void (d.source = 'internal_template') },
+  {
+    path: 'source_revision_config.image_uri',
+    apply: (d) => void (d.source_revision_config = { image_uri: '' }),
+  },
+  { path: 'name', apply: (d) => void (d.name = '___') },
+);
+
+export { listener };

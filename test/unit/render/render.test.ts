@@ -1,0 +1,539 @@
+import { describe, expect, it } from 'vitest';
+import type { Revision } from '../../../src/controlplane/schemas/index.ts';
+import {
+  type KubeObject,
+  RenderError,
+  type RenderInput,
+  renderDeployment,
+} from '../../../src/render/index.ts';
+import {
+  ANNOTATION_CONFIG_CHECKSUM,
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_REVISION_ID,
+  ANNOTATION_SPEC_HASH,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../../../src/render/ownership.ts';
+import type { RenderConfig } from '../../../src/render/renderConfig.ts';
+import {
+  config,
+  goldenConfig,
+  listener,
+  maximalDeployment,
+  minimalDeployment,
+  withSpec,
+} from '../../support/renderFixtures.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: tests navigate rendered objects freely
+type Json = Record<string, any>;
+
+function render(input: RenderInput, cfg: RenderConfig = config()): KubeObject[] {
+  const result = renderDeployment(input, cfg);
+  if (!result.ok) throw result.error;
+  return result.value.objects;
+}
+
+function problems(input: RenderInput, cfg: RenderConfig = config()): Record<string, string> {
+  const result = renderDeployment(input, cfg);
+  expect(result.ok).toBe(false);
+  if (result.ok) return {};
+  expect(result.error).toBeInstanceOf(RenderError);
+  expect(result.error.code).toBe('RENDER_INVALID');
+  return Object.fromEntries(result.error.problems.map((p) => [p.path, p.message]));
+}
+
+const find = (objects: KubeObject[], kind: string, suffix = ''): Json | undefined =>
+  objects.find((o) => o.kind === kind && o.metadata.name.endsWith(suffix)) as Json | undefined;
+const kinds = (objects: KubeObject[]) => objects.map((o) => `${o.kind}/${o.metadata.name}`);
+const podSpec = (workload: Json | undefined): Json =>
+  workload?.spec?.template?.spec ?? workload?.template?.spec;
+const appContainer = (workload: Json | undefined): Json => podSpec(workload).containers[0];
+
+describe('scales', () => {
+  it.each([
+    ['fixed at min = max', { min_scale: 3, max_scale: 3 }, 3, undefined],
+    ['default of one replica', {}, 1, undefined],
+    ['scaled to zero', { min_scale: 0, max_scale: 0 }, 0, undefined],
+    ['autoscaled between min and max', { min_scale: 2, max_scale: 5 }, undefined, [2, 5]],
+    ['autoscaled from zero starts at one', { min_scale: 0, max_scale: 4 }, undefined, [1, 4]],
+  ])('%s', (_name, spec, replicas, hpa) => {
+    const objects = render(withSpec(spec));
+    const deployment = find(objects, 'Deployment');
+    expect(deployment?.spec.replicas).toBe(replicas);
+    expect('replicas' in (deployment?.spec ?? {})).toBe(replicas !== undefined);
+    const autoscaler = find(objects, 'HorizontalPodAutoscaler');
+    expect(autoscaler ? [autoscaler.spec.minReplicas, autoscaler.spec.maxReplicas] : undefined).toEqual(hpa);
+    if (autoscaler)
+      expect(autoscaler.spec.scaleTargetRef).toEqual({
+        apiVersion: 'apps/v1',
+        kind: 'Deployment',
+        name: 'hello',
+      });
+  });
+
+  it('refuses min above max, and fractional scales', () => {
+    expect(problems(withSpec({ min_scale: 4, max_scale: 2 }))).toEqual({
+      'source_config.resource_spec.min_scale': 'min_scale (4) is above max_scale (2)',
+    });
+    expect(Object.keys(problems(withSpec({ queue_min_scale: 1.5 })))).toEqual([
+      'source_config.resource_spec.queue_min_scale',
+    ]);
+  });
+});
+
+describe('cpu and memory', () => {
+  it.each([
+    [
+      'request and limit',
+      { cpu: 0.25, cpu_limit: 1, memory_mb: 256, memory_limit_mb: 512 },
+      { cpu: '250m', memory: '256Mi' },
+      { cpu: '1', memory: '512Mi' },
+    ],
+    [
+      'request only: memory limit = request, no cpu limit',
+      { cpu: 2, memory_mb: 300 },
+      { cpu: '2', memory: '300Mi' },
+      { memory: '300Mi' },
+    ],
+    [
+      'limit only: request = limit',
+      { cpu_limit: 0.5, memory_limit_mb: 128 },
+      { cpu: '500m', memory: '128Mi' },
+      { cpu: '500m', memory: '128Mi' },
+    ],
+    ['nothing: the dev defaults', {}, { cpu: '250m', memory: '512Mi' }, { memory: '512Mi' }],
+  ])('%s', (_name, spec, requests, limits) => {
+    const resources = appContainer(find(render(withSpec(spec)), 'Deployment')).resources;
+    expect(resources).toEqual({ requests, limits });
+  });
+
+  it('applies the configured limit rule the same way to every workload', () => {
+    const cfg = config({ limits: { cpuWhenOnlyRequest: 'request', memoryWhenOnlyRequest: 'none' } });
+    const objects = render(
+      withSpec({
+        cpu: 1,
+        memory_mb: 100,
+        queue_cpu: 0.5,
+        queue_memory_mb: 50,
+        db_cpu: 0.25,
+        db_memory_mb: 64,
+      }),
+      cfg,
+    );
+    expect(appContainer(find(objects, 'Deployment', 'hello')).resources.limits).toEqual({ cpu: '1' });
+    expect(appContainer(find(objects, 'Deployment', '-queue')).resources.limits).toEqual({ cpu: '500m' });
+    expect(appContainer(find(objects, 'StatefulSet', '-db')).resources.limits).toEqual({ cpu: '250m' });
+  });
+
+  it('refuses a limit below its request, negative and zero quantities, naming each field', () => {
+    expect(
+      problems(
+        withSpec({
+          cpu: 1,
+          cpu_limit: 0.5,
+          memory_mb: 512,
+          memory_limit_mb: 256,
+          queue_cpu: -1,
+          db_memory_mb: 0,
+        }),
+      ),
+    ).toEqual({
+      'source_config.resource_spec.cpu_limit': 'the cpu limit (0.5) is below its request (1)',
+      'source_config.resource_spec.memory_limit_mb': 'the memory limit (256) is below its request (512)',
+      'source_config.resource_spec.queue_cpu': 'must be a non-negative number',
+      'source_config.resource_spec.db_memory_mb': 'must be greater than zero',
+    });
+  });
+});
+
+describe('workload groups', () => {
+  it('renders only the main workload when no other group is set', () => {
+    expect(kinds(render(withSpec({})))).toEqual(['Service/hello', 'Deployment/hello']);
+  });
+
+  it('renders queue and orchestrator Deployments and an executor PodTemplate from the same image, each with its role', () => {
+    const objects = render(withSpec({ queue_cpu: 0.5, orchestrator_min_scale: 1, executor_memory_mb: 256 }));
+    expect(kinds(objects)).toEqual([
+      'Service/hello',
+      'Deployment/hello',
+      'Deployment/hello-queue',
+      'Deployment/hello-orchestrator',
+      'PodTemplate/hello-executor',
+    ]);
+    for (const [kind, suffix, role] of [
+      ['Deployment', '-queue', 'queue'],
+      ['Deployment', '-orchestrator', 'orchestrator'],
+      ['PodTemplate', '-executor', 'executor'],
+    ] as const) {
+      const container = appContainer(find(objects, kind, suffix));
+      expect(container.image).toBe('nginx:1.27');
+      expect(container.env[0]).toEqual({ name: 'WORKLOAD_ROLE', value: role });
+      expect(container.ports).toBeUndefined();
+    }
+    expect(appContainer(find(objects, 'PodTemplate')).resources.requests.memory).toBe('256Mi');
+  });
+});
+
+describe('database and key-value store', () => {
+  const spec = {
+    db_cpu: 0.5,
+    db_memory_mb: 512,
+    db_storage_gi: 7,
+    db_max_connections: 150,
+    kvstore_memory_mb: 64,
+  };
+
+  it('provisions PostgreSQL with a claim template, max_connections, headless Service and a create-only credentials Secret', () => {
+    const objects = render(withSpec(spec));
+    const db = find(objects, 'StatefulSet', '-db');
+    expect(db?.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe('7Gi');
+    expect(db?.spec.persistentVolumeClaimRetentionPolicy).toEqual({
+      whenDeleted: 'Retain',
+      whenScaled: 'Retain',
+    });
+    expect(appContainer(db).args).toEqual(['-c', 'max_connections=150']);
+    expect(find(objects, 'Service', '-db')?.spec.clusterIP).toBe('None');
+    const credentials = find(objects, 'Secret', '-db-credentials');
+    expect(credentials?.metadata.annotations[ANNOTATION_CREATE_ONLY]).toBe('true');
+    expect(credentials?.stringData.password).toBe('');
+    const env = appContainer(find(objects, 'Deployment', 'hello')).env as Json[];
+    const names = env.map((e) => e.name);
+    expect(names.indexOf('DATABASE_PASSWORD')).toBeLessThan(names.indexOf('DATABASE_URI'));
+    expect(env.find((e) => e.name === 'DATABASE_URI')?.value).toBe(
+      'postgresql://app:$(DATABASE_PASSWORD)@hello-db.apps.svc:5432/app',
+    );
+    expect(env.find((e) => e.name === 'REDIS_URI')?.value).toBe('redis://hello-kvstore.apps.svc:6379/0');
+    expect(find(objects, 'StatefulSet', '-kvstore')).toBeDefined();
+  });
+
+  it('uses configurable env var names and a Deployment for Redis when asked', () => {
+    const objects = render(
+      withSpec(spec),
+      config({ database: { uriEnv: 'PG_URL' }, kvstore: { uriEnv: 'CACHE_URL', kind: 'Deployment' } }),
+    );
+    const names = (appContainer(find(objects, 'Deployment', 'hello')).env as Json[]).map((e) => e.name);
+    expect(names).toContain('PG_URL');
+    expect(names).toContain('CACHE_URL');
+    expect(find(objects, 'Deployment', '-kvstore')).toBeDefined();
+    expect(find(objects, 'StatefulSet', '-kvstore')).toBeUndefined();
+  });
+
+  it('provisions none for a deployment that brings its own, and says so', () => {
+    const input = withSpec(spec, {
+      secrets: [{ name: 'DATABASE_URI', value: 'postgresql://elsewhere' }],
+      secret_references: [{ name: 'REDIS_URI', secret_name: 'cache', secret_key: 'uri' }],
+    });
+    const result = renderDeployment(input, config());
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(kinds(result.value.objects)).toEqual([
+      'Secret/hello-secrets',
+      'Service/hello',
+      'Deployment/hello',
+    ]);
+    expect(result.value.notes).toEqual([
+      'no database provisioned: the deployment brings its own (DATABASE_URI)',
+      'no key-value store provisioned: the deployment brings its own (REDIS_URI)',
+    ]);
+  });
+});
+
+describe('secrets and secret references', () => {
+  const input = withSpec(
+    {},
+    {
+      secrets: [{ name: 'MODEL_API_KEY', value: 'value-one' }],
+      secret_references: [{ name: 'SEARCH_TOKEN', secret_name: 'search', secret_key: 'token' }],
+    },
+  );
+
+  it('puts secrets in one Secret injected by secretKeyRef, and references as secretKeyRef to their Secret', () => {
+    const objects = render(input);
+    const secret = find(objects, 'Secret', '-secrets');
+    expect(secret?.data).toEqual({ MODEL_API_KEY: Buffer.from('value-one').toString('base64') });
+    const env = appContainer(find(objects, 'Deployment')).env;
+    expect(env).toContainEqual({
+      name: 'MODEL_API_KEY',
+      valueFrom: { secretKeyRef: { name: 'hello-secrets', key: 'MODEL_API_KEY' } },
+    });
+    expect(env).toContainEqual({
+      name: 'SEARCH_TOKEN',
+      valueFrom: { secretKeyRef: { name: 'search', key: 'token' } },
+    });
+  });
+
+  it('rolls the pods when a secret value changes, through the checksum annotation', () => {
+    const checksum = (objects: KubeObject[]) =>
+      find(objects, 'Deployment')?.spec.template.metadata.annotations[ANNOTATION_CONFIG_CHECKSUM];
+    const changed = structuredClone(input);
+    changed.deployment.secrets = [{ name: 'MODEL_API_KEY', value: 'value-two' }];
+    expect(checksum(render(changed))).not.toBe(checksum(render(input)));
+    expect(checksum(render(structuredClone(input)))).toBe(checksum(render(input)));
+  });
+
+  it('refuses invalid and duplicate env names without echoing a value', () => {
+    const bad = withSpec(
+      {},
+      {
+        secrets: [
+          { name: '1BAD', value: 'top-secret-value' },
+          { name: 'DUP', value: 'v' },
+        ],
+        secret_references: [{ name: 'DUP', secret_name: 'Not_Valid', secret_key: 'k' }],
+      },
+    );
+    const found = problems(bad);
+    expect(Object.keys(found)).toEqual([
+      'secrets[0].name',
+      'secret_references[0].name',
+      'secret_references[0].secret_name',
+    ]);
+    const result = renderDeployment(bad, config());
+    expect(result.ok ? '' : result.error.message).not.toContain('top-secret-value');
+  });
+});
+
+describe('pod metadata, volumes and extra containers', () => {
+  it('puts labels, annotations, service account, pull secrets, volumes, mounts, init containers and sidecars on every app pod template', () => {
+    const objects = render(
+      { deployment: maximalDeployment, revision: undefined, listener, allowedNamespaces: undefined },
+      goldenConfig,
+    );
+    const templates = objects
+      .filter((o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] !== 'kvstore')
+      .map((o) => (o as Json).spec.template);
+    templates.push((find(objects, 'PodTemplate') as Json).template);
+    expect(templates).toHaveLength(4);
+    for (const template of templates) {
+      expect(template.metadata.labels).toMatchObject({ team: 'agents', 'cost-center': 'r-and-d' });
+      expect(template.metadata.annotations).toMatchObject({ 'example.test/owner': 'agents-team' });
+      expect(template.spec.serviceAccountName).toBe('agent-platform');
+      expect(template.spec.automountServiceAccountToken).toBe(true);
+      expect(template.spec.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
+      expect(template.spec.volumes).toHaveLength(8);
+      expect(template.spec.containers[0].volumeMounts).toHaveLength(8);
+      expect(template.spec.initContainers.map((c: Json) => c.name)).toEqual(['migrate', 'proxy']);
+      expect(template.spec.containers.map((c: Json) => c.name)).toEqual(['app', 'log-shipper']);
+      expect(template.spec.containers[0].image).toBe('registry.example.test/agents/platform:2.4.1');
+    }
+  });
+
+  it('refuses a mount of a missing volume, duplicate names, a bad env name, a missing sidecar image', () => {
+    const found = problems(
+      withSpec({
+        volumes: [
+          { name: 'data', emptyDir: {} },
+          { name: 'data', emptyDir: {} },
+        ],
+        volume_mounts: [{ name: 'nope', mountPath: '/x' }],
+        sidecars: [
+          { name: 'app', image: 'x' },
+          { name: 'side', env: [{ name: 'A=B', value: '1' }] },
+        ],
+        init_containers: [{ name: 'side', image: 'y', volumeMounts: [{ name: 'ghost', mountPath: '/g' }] }],
+      }),
+    );
+    expect(found).toEqual({
+      'source_config.resource_spec.volumes[1].name': 'duplicate volume name data',
+      'source_config.resource_spec.volume_mounts[0].name':
+        'mounts nope, which is not a volume of this deployment',
+      'source_config.resource_spec.init_containers[0].volumeMounts[0].name':
+        'mounts ghost, which is not a volume of this deployment',
+      'source_config.resource_spec.sidecars[0].name': 'duplicate container name app',
+      'source_config.resource_spec.sidecars[1].name': 'duplicate container name side',
+      'source_config.resource_spec.sidecars[1].image': 'an image is required',
+      'source_config.resource_spec.sidecars[1].env[0].name': '"A=B" is not a valid environment variable name',
+    });
+  });
+
+  it('refuses labels the agent reserves and invalid label values', () => {
+    expect(
+      problems(withSpec({ labels: { 'app.kubernetes.io/managed-by': 'me', ok: 'not valid!' } })),
+    ).toEqual({
+      'source_config.resource_spec.labels.app.kubernetes.io/managed-by': 'is reserved for the agent',
+      'source_config.resource_spec.labels.ok': 'is not a valid label value',
+    });
+  });
+});
+
+describe('hardening and policy', () => {
+  it('hardens pods by default and mounts no token without a service account', () => {
+    const spec = podSpec(find(render(withSpec({})), 'Deployment'));
+    expect(spec.securityContext).toEqual({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(spec.automountServiceAccountToken).toBe(false);
+    expect(spec.containers[0].securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
+  });
+
+  it('lets the agent configuration override the hardening', () => {
+    const cfg = config({
+      hardening: { runAsNonRoot: false, dropAllCapabilities: false, readOnlyRootFilesystem: true },
+    });
+    const spec = podSpec(find(render(withSpec({}), cfg), 'Deployment'));
+    expect(spec.securityContext).toEqual({ seccompProfile: { type: 'RuntimeDefault' } });
+    expect(spec.containers[0].securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+    });
+  });
+
+  it('forbids privileged sidecars and init containers by policy, and allows them when the policy does', () => {
+    const input = withSpec({
+      sidecars: [{ name: 's', image: 'x', securityContext: { privileged: true } }],
+      init_containers: [{ name: 'i', image: 'x', securityContext: { capabilities: { add: ['NET_ADMIN'] } } }],
+    });
+    expect(Object.keys(problems(input))).toEqual([
+      'source_config.resource_spec.init_containers[0].securityContext.capabilities.add',
+      'source_config.resource_spec.sidecars[0].securityContext.privileged',
+    ]);
+    const allowed = render(input, config({ policy: { forbidPrivilegedContainers: false } }));
+    expect(podSpec(find(allowed, 'Deployment')).containers[1].securityContext.privileged).toBe(true);
+  });
+});
+
+describe('deployment type and custom URL', () => {
+  it('adds a PodDisruptionBudget and topology spread for prod only', () => {
+    const prod = withSpec(
+      {},
+      { source_config: { ...minimalDeployment.source_config, deployment_type: 'prod' } },
+    );
+    const objects = render(prod);
+    expect(find(objects, 'PodDisruptionBudget')?.spec.maxUnavailable).toBe(1);
+    expect(podSpec(find(objects, 'Deployment')).topologySpreadConstraints).toHaveLength(2);
+    const dev = render(withSpec({}));
+    expect(find(dev, 'PodDisruptionBudget')).toBeUndefined();
+    expect(podSpec(find(dev, 'Deployment')).topologySpreadConstraints).toBeUndefined();
+    expect(
+      appContainer(
+        find(
+          render(
+            withSpec(
+              {},
+              { source_config: { ...minimalDeployment.source_config, deployment_type: 'dev_free' } },
+            ),
+          ),
+          'Deployment',
+        ),
+      ).resources.requests,
+    ).toEqual({ cpu: '100m', memory: '256Mi' });
+  });
+
+  it('makes an Ingress for custom_url only when an ingress class is configured', () => {
+    const input = withSpec(
+      {},
+      {
+        source_config: { ...minimalDeployment.source_config, custom_url: 'https://Hello.Example.test/path' },
+      },
+    );
+    const ingress = find(
+      render(input, config({ ingress: { className: 'nginx', tlsSecretName: 'wildcard' } })),
+      'Ingress',
+    );
+    expect(ingress?.spec.rules[0].host).toBe('hello.example.test');
+    expect(ingress?.spec.tls).toEqual([{ hosts: ['hello.example.test'], secretName: 'wildcard' }]);
+    const result = renderDeployment(input, config());
+    expect(result.ok && find(result.value.objects, 'Ingress')).toBe(undefined);
+    expect(result.ok && result.value.notes).toEqual([
+      'custom_url is not exposed: the agent has no ingress class configured',
+    ]);
+  });
+});
+
+describe('namespace, source, image and identity', () => {
+  it.each([
+    ['missing', { k8s_namespace: null }, undefined, 'a target namespace is required'],
+    [
+      'not one of the listener',
+      { k8s_namespace: 'kube-system' },
+      undefined,
+      "namespace kube-system is not one of the listener's k8s_namespaces (apps, apps-staging)",
+    ],
+    [
+      'outside the agent allow-list',
+      { k8s_namespace: 'apps' },
+      ['apps-staging'],
+      "namespace apps is not in the agent's allow-list (apps-staging)",
+    ],
+  ])('refuses a namespace that is %s', (_name, listenerConfig, allowed, message) => {
+    const input = withSpec(
+      {},
+      { source_config: { ...minimalDeployment.source_config, listener_config: listenerConfig } },
+    );
+    expect(problems({ ...input, allowedNamespaces: allowed })).toEqual({
+      'source_config.listener_config.k8s_namespace': message,
+    });
+  });
+
+  it('refuses an unsupported source and a missing image in one error', () => {
+    const input = withSpec({}, { source: 'repohost', source_revision_config: { image_uri: null } });
+    expect(Object.keys(problems(input))).toEqual(['source', 'source_revision_config.image_uri']);
+  });
+
+  it("takes the target revision's image and id", () => {
+    const revision: Revision = {
+      id: '9a1b2c3d-4e5f-4a6b-8c7d-000000000999',
+      created_at: '2026-11-01T00:00:00Z',
+      updated_at: '2026-11-01T00:00:00Z',
+      status: 'AWAITING_DEPLOY',
+      source: 'external_container',
+      source_revision_config: { image_uri: 'nginx:1.25' },
+    };
+    const objects = render({ ...withSpec({}), revision });
+    const deployment = find(objects, 'Deployment');
+    expect(appContainer(deployment).image).toBe('nginx:1.25');
+    expect(deployment?.spec.template.metadata.annotations[ANNOTATION_REVISION_ID]).toBe(revision.id);
+  });
+
+  it('marks every object with ownership labels and a spec hash, and is deterministic', () => {
+    const input = {
+      deployment: maximalDeployment,
+      revision: undefined,
+      listener,
+      allowedNamespaces: undefined,
+    };
+    const first = renderDeployment(input, goldenConfig);
+    const second = renderDeployment(structuredClone(input), goldenConfig);
+    expect(first).toEqual(second);
+    if (!first.ok) throw first.error;
+    for (const object of first.value.objects) {
+      expect(object.metadata.namespace).toBe('apps');
+      expect(object.metadata.labels).toMatchObject({
+        [LABEL_MANAGED_BY]: 'k8s-listener',
+        [LABEL_LISTENER_ID]: listener.id,
+        [LABEL_DEPLOYMENT_ID]: maximalDeployment.id,
+      });
+      expect(object.metadata.annotations[ANNOTATION_SPEC_HASH]).toMatch(/^[0-9a-f]{16}$/);
+      expect(object.metadata.name.length).toBeLessThanOrEqual(object.kind === 'StatefulSet' ? 52 : 63);
+    }
+  });
+
+  it('collects every problem of a thoroughly bad deployment at once, and never throws', () => {
+    const input = withSpec(
+      {
+        min_scale: 5,
+        max_scale: 1,
+        cpu: -1,
+        volumes: [{ name: 'Bad_Name', emptyDir: {} }],
+        volume_mounts: [{ name: 'x', mountPath: '/x' }],
+      },
+      { name: '***', source: 'internal_source', source_revision_config: {} },
+    );
+    const found = problems({ ...input, allowedNamespaces: [] });
+    expect(Object.keys(found).sort()).toEqual(
+      [
+        'name',
+        'source',
+        'source_config.listener_config.k8s_namespace',
+        'source_config.resource_spec.cpu',
+        'source_config.resource_spec.min_scale',
+        'source_config.resource_spec.volume_mounts[0].name',
+        'source_config.resource_spec.volumes[0].name',
+        'source_revision_config.image_uri',
+      ].sort(),
+    );
+  });
+});
