@@ -107,9 +107,13 @@ export function isConflict(error: unknown): boolean {
   return hasStatus(error, 409);
 }
 
-/** 422: the object failed validation (including strict field validation). */
+/**
+ * The object was rejected as invalid: 422, a 400 (e.g. strict decoding of an unknown field), or a
+ * server-side apply that did not fit the schema (which the API server answers with a 500).
+ */
 export function isInvalid(error: unknown): boolean {
-  return hasStatus(error, 422);
+  if (!(error instanceof KubeApiError)) return false;
+  return error.status === 422 || error.status === 400 || (error.status === 500 && error.reason === 'Invalid');
 }
 
 export function isForbidden(error: unknown): boolean {
@@ -127,6 +131,7 @@ export function isGone(error: unknown): boolean {
  */
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof KubeApiError)) return false;
-  if (error.status === undefined) return true;
+  if (error.status === undefined) return error.reason !== 'Aborted';
+  if (isInvalid(error)) return false;
   return error.status === 429 || error.status >= 500;
 }

@@ -182,6 +182,8 @@ interface Call {
   readonly countVerb: RequestVerb;
   readonly dryRun: boolean;
   readonly endpoint: Endpoint;
+  /** The object's name when the URL is its collection's (create). */
+  readonly objectName?: string | undefined;
   readonly method: Dispatcher.HttpMethod;
   readonly query?: Record<string, string | undefined>;
   readonly body?: unknown;
@@ -288,6 +290,7 @@ export class KubeClient {
       countVerb: 'create',
       dryRun: opts.dryRun === true,
       endpoint,
+      objectName: target.name,
       method: 'POST',
       query: {
         fieldManager: FIELD_MANAGER,
@@ -468,21 +471,25 @@ export class KubeClient {
       );
       if (body === undefined) return;
       const decoder = new TextDecoder();
+      const chunks = body[Symbol.asyncIterator]();
       let buffered = '';
-      try {
-        for await (const chunk of body) {
-          buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-          let newline = buffered.indexOf('\n');
-          while (newline >= 0) {
-            const line = buffered.slice(0, newline).trim();
-            buffered = buffered.slice(newline + 1);
-            newline = buffered.indexOf('\n');
-            if (line !== '') yield this.#watchEvent(line, type, endpoint, ref);
-          }
+      for (;;) {
+        let next: IteratorResult<unknown>;
+        try {
+          next = await chunks.next();
+        } catch (cause) {
+          if (controller.signal.aborted) return;
+          throw new KubeApiError({ ...errorTarget('watch', endpoint), reason: 'StreamBroken', cause });
         }
-      } catch (cause) {
-        if (controller.signal.aborted) return;
-        throw new KubeApiError({ ...errorTarget('watch', endpoint), reason: 'StreamBroken', cause });
+        if (next.done) break;
+        buffered += decoder.decode(next.value as Uint8Array, { stream: true });
+        let newline = buffered.indexOf('\n');
+        while (newline >= 0) {
+          const line = buffered.slice(0, newline).trim();
+          buffered = buffered.slice(newline + 1);
+          newline = buffered.indexOf('\n');
+          if (line !== '') yield this.#watchEvent(line, type, endpoint, ref);
+        }
       }
       const rest = buffered.trim();
       if (rest !== '') yield this.#watchEvent(rest, type, endpoint, ref);
@@ -662,7 +669,7 @@ export class KubeClient {
     this.#logger.debug(
       {
         verb: call.verb,
-        object: formatRef(endpointRef(call.endpoint)),
+        object: formatRef({ ...endpointRef(call.endpoint), name: call.objectName ?? call.endpoint.name }),
         status,
         ms: Math.round(performance.now() - started),
       },
@@ -709,7 +716,7 @@ export class KubeClient {
     const code = aborted ? 'aborted' : timedOut ? 'timeout' : 'network';
     this.#count(call, code);
     return new KubeApiError({
-      ...errorTarget(call.verb, call.endpoint),
+      ...errorTarget(call.verb, call.endpoint, call.objectName),
       reason: aborted ? 'Aborted' : timedOut ? 'ClientTimeout' : 'NetworkError',
       serverMessage: aborted
         ? 'aborted by the caller'
@@ -748,8 +755,8 @@ function endpointRef(endpoint: Endpoint): {
   return { kind: endpoint.type.kind, namespace: endpoint.namespace, name: endpoint.name };
 }
 
-function errorTarget(verb: KubeVerb, endpoint: Endpoint) {
-  return { verb, kind: endpoint.type.kind, namespace: endpoint.namespace, name: endpoint.name };
+function errorTarget(verb: KubeVerb, endpoint: Endpoint, objectName?: string) {
+  return { verb, kind: endpoint.type.kind, namespace: endpoint.namespace, name: objectName ?? endpoint.name };
 }
 
 function statusError(call: Call, status: number, text: string): KubeApiError {
@@ -760,10 +767,17 @@ function statusError(call: Call, status: number, text: string): KubeApiError {
     reason: cause.reason,
   }));
   const retryAfter = body?.details?.retryAfterSeconds;
+  // Server-side apply reports a patch that does not fit the schema (unknown or mistyped field)
+  // as a 500 without reason; it is an invalid object, not a server failure.
+  const typedPatch = status === 500 && body?.message?.startsWith('failed to create typed patch object');
+  if (typedPatch) {
+    const field = /\): (\.[^\s:]+):/.exec(body?.message ?? '')?.[1];
+    if (field !== undefined) causes.push({ field: field.slice(1), reason: 'FieldValueInvalid' });
+  }
   return new KubeApiError({
-    ...errorTarget(call.verb, call.endpoint),
+    ...errorTarget(call.verb, call.endpoint, call.objectName),
     status,
-    reason: body?.reason ?? `HTTP${status}`,
+    reason: typedPatch ? 'Invalid' : (body?.reason ?? `HTTP${status}`),
     serverMessage: body?.message ?? (text.slice(0, MAX_ERROR_TEXT) || undefined),
     causes,
     retryAfterMs: retryAfter === undefined ? undefined : retryAfter * 1000,

@@ -1,0 +1,151 @@
+// OwnedObjectWatcher against a scripted API server: relist after 410 Gone (with the changes missed
+// meanwhile), backoff after errors, watchdog on a silent stream, handler exceptions, stop.
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { KubeClient, type OwnedObjectEvent, OwnedObjectWatcher } from '../../../src/kube/index.ts';
+import { FakeApiServer } from './fakeApiServer.ts';
+
+const logger = pino({ level: 'silent' });
+let fake: FakeApiServer;
+let client: KubeClient;
+let watcher: OwnedObjectWatcher | undefined;
+let events: string[];
+
+beforeEach(async () => {
+  fake = await FakeApiServer.start();
+  client = await KubeClient.fromKubeConfig(fake.kubeConfig(), { logger, requestTimeoutMs: 2_000 });
+  events = [];
+});
+
+afterEach(async () => {
+  await watcher?.stop();
+  watcher = undefined;
+  await client.close();
+  await fake.close();
+});
+
+function record(event: OwnedObjectEvent): void {
+  events.push(`${event.type} ${event.object.metadata.name}`);
+}
+
+function startWatcher(options: Partial<ConstructorParameters<typeof OwnedObjectWatcher>[0]> = {}) {
+  watcher = new OwnedObjectWatcher({
+    client,
+    logger,
+    kinds: ['ConfigMap'],
+    namespaces: ['fake'],
+    labelSelector: 'owner=test',
+    onEvent: record,
+    backoffInitialMs: 50,
+    backoffMaxMs: 400,
+    ...options,
+  });
+  watcher.start();
+  return watcher;
+}
+
+async function until(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; events: ${events.join(', ')}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const watchRequests = () => fake.requests.filter((request) => request.query.get('watch') === 'true');
+
+describe('OwnedObjectWatcher', () => {
+  it('lists, then streams changes with the selector, bookmarks and the list resourceVersion', async () => {
+    const a = fake.put('a');
+    startWatcher();
+    expect(await watcher?.whenSynced()).toBe(true);
+    await until('watch open', () => fake.openWatches === 1);
+    fake.put('b');
+    fake.put('a', { k: 'v' });
+    fake.remove('b');
+    await until('4 events', () => events.length === 4);
+    expect(events).toEqual(['ADDED a', 'ADDED b', 'MODIFIED a', 'DELETED b']);
+    const [watch] = watchRequests();
+    expect(watch?.query.get('labelSelector')).toBe('owner=test');
+    expect(watch?.query.get('allowWatchBookmarks')).toBe('true');
+    // Continues from the listing's version: nothing between list and watch is lost.
+    expect(watch?.query.get('resourceVersion')).toBe(a.resourceVersion);
+  });
+
+  it('relists after 410 Gone and reports what changed while it was not watching', async () => {
+    fake.put('a');
+    fake.put('b');
+    startWatcher();
+    await until('watch open', () => fake.openWatches === 1);
+    expect(events).toEqual(['ADDED a', 'ADDED b']);
+
+    fake.removeQuietly('a');
+    fake.putQuietly('b', { changed: 'yes' });
+    fake.putQuietly('c');
+    fake.watchScripts.push({ watchError: 410, reason: 'Expired' });
+    fake.cutWatches();
+
+    await until('relist events', () => events.length === 5);
+    expect(events.slice(2).sort()).toEqual(['ADDED c', 'DELETED a', 'MODIFIED b']);
+    expect(watcher?.stats()).toMatchObject({ lists: 2, gone: 1 });
+
+    await until('watch reopened', () => fake.openWatches === 1);
+    fake.put('d');
+    await until('event after relist', () => events.includes('ADDED d'));
+  });
+
+  it('backs off exponentially (capped) after repeated errors, then recovers', async () => {
+    for (let i = 0; i < 5; i++) fake.watchScripts.push({ status: 500, reason: 'InternalError' });
+    startWatcher();
+    await until('watch open after failures', () => fake.openWatches === 1);
+    const times = watchRequests().map((request) => request.at);
+    expect(times).toHaveLength(6);
+    expect(watcher?.stats().failures).toBe(5);
+    const gaps = times.slice(1).map((at, i) => at - (times[i] ?? at));
+    // Delays are 50 ms × 2^n, jittered to 50–100 %, capped at 400 ms (+ request time).
+    expect(gaps[0]).toBeLessThan(100);
+    expect(gaps[3]).toBeGreaterThanOrEqual(195);
+    expect(gaps[4]).toBeGreaterThanOrEqual(195);
+    expect(gaps[4]).toBeLessThan(500);
+    fake.put('late');
+    await until('event after recovery', () => events.includes('ADDED late'));
+  });
+
+  it('restarts a stream that stays silent past the watchdog', async () => {
+    fake.watchScripts.push({ silentWatch: true });
+    startWatcher({ watchdogMs: 300 });
+    await until('second watch open', () => fake.openWatches === 1 && watchRequests().length === 2);
+    expect(watcher?.stats().watchdogRestarts).toBe(1);
+    fake.put('after-silence');
+    await until('event after watchdog restart', () => events.includes('ADDED after-silence'));
+  });
+
+  it('survives a handler that throws', async () => {
+    let calls = 0;
+    startWatcher({
+      onEvent: (event) => {
+        calls++;
+        if (calls === 1) throw new Error('handler bug');
+        record(event);
+      },
+    });
+    await until('watch open', () => fake.openWatches === 1);
+    fake.put('first');
+    fake.put('second');
+    await until('second event', () => events.includes('ADDED second'));
+    expect(events).toEqual(['ADDED second']);
+  });
+
+  it('stop closes its streams; whenSynced is false when stopped before the first listing', async () => {
+    startWatcher();
+    await until('watch open', () => fake.openWatches === 1);
+    await watcher?.stop();
+    await until('stream closed', () => fake.openWatches === 0);
+
+    fake.listScripts.push({ hang: true });
+    const second = startWatcher();
+    await until('list requested', () => fake.requests.filter((r) => !r.query.get('watch')).length === 2);
+    await second.stop();
+    expect(await second.whenSynced()).toBe(false);
+  });
+});
