@@ -248,10 +248,14 @@ export class KubeClient {
       ...(tls.rejectUnauthorized === undefined ? {} : { rejectUnauthorized: tls.rejectUnauthorized }),
       ...(tls.servername === undefined ? {} : { servername: tls.servername }),
     };
-    // One pool for the client's life. No connection cap: each HTTP/1.1 watch holds a connection,
-    // and a cap would queue ordinary requests behind open watches.
+    // One pool for the client's life, HTTP/1.1 only: with HTTP/2 every request would share one
+    // connection, and a silently dead one (no health pings here) would stall them all until TCP
+    // gives up; on HTTP/1.1 a timed-out request takes its socket down and the next opens a fresh
+    // one. No connection cap: each watch holds a connection, and a cap would queue ordinary
+    // requests behind open watches.
     const dispatcher = new Agent({
       connect: connect as NonNullable<Agent.Options['connect']>,
+      allowH2: false,
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 300_000,
     });
