@@ -166,6 +166,7 @@ const StatusSchema = z.looseObject({
     })
     .optional(),
 });
+const BookmarkSchema = z.object({ metadata: z.object({ resourceVersion: z.string().min(1) }) });
 const WatchEventSchema = z.object({
   type: z.enum(['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR']),
   object: z.unknown(),
@@ -596,6 +597,13 @@ export class KubeClient {
       });
     }
     const raw = event.data.object;
+    if (event.data.type === 'BOOKMARK') {
+      // A bookmark carries only a resourceVersion (no name, no uid).
+      const bookmark = BookmarkSchema.safeParse(raw);
+      if (!bookmark.success) throw new KubeResponseError('watch', ref, 'a bookmark has no resourceVersion');
+      const metadata = { name: '', labels: {}, annotations: {}, uid: '', ...bookmark.data.metadata };
+      return { type: 'BOOKMARK', object: { apiVersion: type.apiVersion, kind: type.kind, metadata } };
+    }
     const withKind =
       typeof raw === 'object' && raw !== null
         ? { apiVersion: type.apiVersion, kind: type.kind, ...raw }

@@ -48,6 +48,8 @@ export interface WatcherStats {
   readonly watches: number;
   /** Relists because the server answered 410 Gone. */
   readonly gone: number;
+  /** Bookmarks received (each moves the resume point forward without an event). */
+  readonly bookmarks: number;
   /** Restarts because the watchdog saw nothing for too long. */
   readonly watchdogRestarts: number;
   /** Failures (errors and unexpectedly closed streams) followed by a backoff. */
@@ -76,7 +78,7 @@ export class OwnedObjectWatcher {
   readonly #synced: Promise<boolean>;
   #resolveSynced: (synced: boolean) => void = () => {};
   #started = false;
-  #stats = { lists: 0, watches: 0, gone: 0, watchdogRestarts: 0, failures: 0 };
+  #stats = { lists: 0, watches: 0, gone: 0, bookmarks: 0, watchdogRestarts: 0, failures: 0 };
 
   constructor(options: OwnedObjectWatcherOptions) {
     this.#options = options;
@@ -170,7 +172,10 @@ export class OwnedObjectWatcher {
           armWatchdog();
           failures = 0;
           resourceVersion = event.object.metadata.resourceVersion || resourceVersion;
-          if (event.type === 'BOOKMARK') continue;
+          if (event.type === 'BOOKMARK') {
+            this.#stats.bookmarks++;
+            continue;
+          }
           this.#applyEvent(known, event.type, event.object);
         }
         if (this.#stopping.signal.aborted) break;

@@ -434,9 +434,9 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
     ['init_containers', spec.init_containers ?? []],
     ['sidecars', spec.sidecars ?? []],
   ] as const) {
-    containers.forEach((container, i) =>
-      checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, config, problems),
-    );
+    containers.forEach((container, i) => {
+      checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, config, problems);
+    });
   }
 }
 

@@ -135,8 +135,18 @@ const spec = (d: Deployment): ResourceSpec => {
 
 /** One way to break a valid deployment, and the field path the error must name. */
 export const breakage: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
-  { path: 'source_config.resource_spec.cpu', apply: (d) => void (spec(d).cpu = -0.5) },
-  { path: 'source_config.resource_spec.memory_mb', apply: (d) => void (spec(d).memory_mb = Number.NaN) },
+  {
+    path: 'source_config.resource_spec.cpu',
+    apply: (d) => {
+      spec(d).cpu = -0.5;
+    },
+  },
+  {
+    path: 'source_config.resource_spec.memory_mb',
+    apply: (d) => {
+      spec(d).memory_mb = Number.NaN;
+    },
+  },
   {
     path: 'source_config.resource_spec.min_scale',
     apply: (d) => Object.assign(spec(d), { min_scale: 7, max_scale: 2 }),
@@ -147,27 +157,49 @@ export const breakage: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
   },
   {
     path: 'source_config.resource_spec.volume_mounts[0].name',
-    apply: (d) => void (spec(d).volume_mounts = [{ name: 'missing-volume', mountPath: '/m' }]),
+    apply: (d) => {
+      spec(d).volume_mounts = [{ name: 'missing-volume', mountPath: '/m' }];
+    },
   },
   {
     path: 'source_config.resource_spec.sidecars[1].name',
-    apply: (d) =>
-      void (spec(d).sidecars = [
+    apply: (d) => {
+      spec(d).sidecars = [
         { name: 'twin', image: 'x' },
         { name: 'twin', image: 'x' },
-      ]),
+      ];
+    },
   },
-  { path: 'secrets[0].name', apply: (d) => void (d.secrets = [{ name: '9-lives', value: 'x' }]) },
+  {
+    path: 'secrets[0].name',
+    apply: (d) => {
+      d.secrets = [{ name: '9-lives', value: 'x' }];
+    },
+  },
   {
     path: 'source_config.listener_config.k8s_namespace',
-    apply: (d) => void (d.source_config.listener_config = { k8s_namespace: 'kube-system' }),
+    apply: (d) => {
+      d.source_config.listener_config = { k8s_namespace: 'kube-system' };
+    },
   },
-  { path: 'source', apply: (d) => void (d.source = 'internal_template') },
+  {
+    path: 'source',
+    apply: (d) => {
+      d.source = 'internal_template';
+    },
+  },
   {
     path: 'source_revision_config.image_uri',
-    apply: (d) => void (d.source_revision_config = { image_uri: '' }),
+    apply: (d) => {
+      d.source_revision_config = { image_uri: '' };
+    },
   },
-  { path: 'name', apply: (d) => void (d.name = '___') },
+  {
+    path: 'name',
+    apply: (d) => {
+      d.name = '___';
+    },
+  },
 );
 
 export { listener };

@@ -94,6 +94,20 @@ export class FakeApiServer {
     this.#resourceVersion++;
   }
 
+  /** Sends a bookmark (only a resourceVersion) to open watches. */
+  bookmark(): string {
+    const resourceVersion = String(++this.#resourceVersion);
+    const line = `${JSON.stringify({ type: 'BOOKMARK', object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { resourceVersion } } })}\n`;
+    for (const response of this.#watches) response.write(line);
+    return resourceVersion;
+  }
+
+  /** Ends every open watch stream gracefully, as the server does when timeoutSeconds pass. */
+  endWatches(): void {
+    for (const response of this.#watches) response.end();
+    this.#watches.clear();
+  }
+
   /** Ends every open watch stream abruptly. */
   cutWatches(): void {
     for (const response of this.#watches) response.socket?.destroy();

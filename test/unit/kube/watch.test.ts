@@ -72,6 +72,19 @@ describe('OwnedObjectWatcher', () => {
     expect(watch?.query.get('resourceVersion')).toBe(a.resourceVersion);
   });
 
+  it('resumes from the latest bookmark without relisting', async () => {
+    fake.put('a');
+    startWatcher();
+    await until('watch open', () => fake.openWatches === 1);
+    const bookmarked = fake.bookmark();
+    await until('bookmark counted', () => watcher?.stats().bookmarks === 1);
+    fake.endWatches();
+    await until('second watch', () => watchRequests().length === 2 && fake.openWatches === 1);
+    expect(watchRequests()[1]?.query.get('resourceVersion')).toBe(bookmarked);
+    expect(watcher?.stats()).toMatchObject({ lists: 1, gone: 0 });
+    expect(events).toEqual(['ADDED a']);
+  });
+
   it('relists after 410 Gone and reports what changed while it was not watching', async () => {
     fake.put('a');
     fake.put('b');

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// Entry point: `k8s-listener <command>`. Each command lives in its own module, loaded on demand.
+
+const USAGE = `Usage: k8s-listener <command> [options]
+
+Commands:
+  run        run the agent (registers, polls, applies, prunes, reports)
+  render     print the Kubernetes objects of one deployment as YAML
+  emulator   run the control-plane emulator
+  version    print the version
+
+Run \`k8s-listener <command> --help\` for a command's options.
+`;
+
+type Command = (argv: readonly string[]) => Promise<number>;
+
+const commands: Record<string, () => Promise<Command>> = {
+  run: async () => (await import('./run.ts')).runAgentCommand,
+  render: async () => (await import('./render.ts')).runRenderCommand,
+  emulator: async () => (await import('./emulator.ts')).runEmulatorCommand,
+  version: async () => async () => {
+    process.stdout.write(`${(await import('../version.ts')).AGENT_VERSION}\n`);
+    return 0;
+  },
+};
+
+const [name, ...rest] = process.argv.slice(2);
+const load = name === undefined ? undefined : commands[name];
+if (!load) {
+  process.stderr.write(USAGE);
+  process.exit(name === undefined || name === '--help' || name === '-h' ? 0 : 2);
+}
+try {
+  process.exitCode = await (await load())(rest);
+} catch (error) {
+  // Typed errors carry their own context and never a secret; print the message, not a stack.
+  process.stderr.write(`k8s-listener ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,36 @@
+// What the last polls said each deployment of this listener should be: written by the poller,
+// read by the reconciler. Keys are deployment ids.
+import type { Deployment } from '../controlplane/schemas/index.ts';
+import type { Target } from './target.ts';
+
+export type DesiredEntry =
+  | {
+      readonly kind: 'present';
+      readonly deployment: Deployment;
+      readonly target: Target;
+      readonly fingerprint: string;
+    }
+  /** Listed, but failing validation: its objects are kept, and it is reported failed. */
+  | { readonly kind: 'invalid'; readonly message: string }
+  /** Gone from a complete listing (the prune guard allowed it): its objects are deleted. */
+  | { readonly kind: 'gone' };
+
+export class DesiredState {
+  readonly #entries = new Map<string, DesiredEntry>();
+
+  get(id: string): DesiredEntry | undefined {
+    return this.#entries.get(id);
+  }
+
+  set(id: string, entry: DesiredEntry): void {
+    this.#entries.set(id, entry);
+  }
+
+  delete(id: string): void {
+    this.#entries.delete(id);
+  }
+
+  ids(): string[] {
+    return [...this.#entries.keys()];
+  }
+}

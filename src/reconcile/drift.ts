@@ -1,0 +1,66 @@
+// Whether a live object has drifted from what we apply: every field we set must hold the same
+// value (quantities compared by value: the server writes 1024Mi back as 1Gi). Fields we do not
+// set (defaults, status, an HPA's replicas) are not ours and never count. Pure.
+
+const QUANTITY = /^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?$/;
+const FACTORS: Record<string, number> = {
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
+};
+
+function quantityValue(value: string): number | undefined {
+  const match = QUANTITY.exec(value);
+  if (!match) return undefined;
+  const [, number = '', suffix = ''] = match;
+  if (suffix.startsWith('e') || suffix.startsWith('E')) return Number(`${number}${suffix}`);
+  return Number(number) * (suffix === '' ? 1 : (FACTORS[suffix] ?? Number.NaN));
+}
+
+function sameScalar(desired: unknown, live: unknown): boolean {
+  if (desired === live) return true;
+  if (typeof desired === 'string' && typeof live === 'string') {
+    const a = quantityValue(desired);
+    const b = quantityValue(live);
+    return a !== undefined && b !== undefined && Math.abs(a - b) <= Math.abs(a) * 1e-9;
+  }
+  // int-or-string fields may come back in the other form.
+  if (
+    (typeof desired === 'number' && typeof live === 'string') ||
+    (typeof desired === 'string' && typeof live === 'number')
+  ) {
+    return String(desired) === String(live);
+  }
+  return false;
+}
+
+/** The path of the first field that differs, or undefined when `live` holds all of `desired`. */
+export function driftPath(desired: unknown, live: unknown, path = ''): string | undefined {
+  if (Array.isArray(desired)) {
+    if (!Array.isArray(live) || live.length !== desired.length) return path || '(root)';
+    for (let i = 0; i < desired.length; i++) {
+      const found = driftPath(desired[i], live[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (desired !== null && typeof desired === 'object') {
+    if (live === null || typeof live !== 'object' || Array.isArray(live)) return path || '(root)';
+    for (const [key, value] of Object.entries(desired)) {
+      const found = driftPath(value, (live as Record<string, unknown>)[key], path ? `${path}.${key}` : key);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  return sameScalar(desired, live) ? undefined : path || '(root)';
+}

@@ -1,0 +1,125 @@
+// Keeps each deployment's inventory in a ConfigMap the agent owns, in the deployment's namespace,
+// so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
+import { z } from 'zod';
+import type { KubeClient } from '../kube/index.ts';
+import type { KubeObject } from '../render/kubeObject.ts';
+import {
+  AGENT_NAME,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../render/ownership.ts';
+import type { Inventory, InventoryEntry } from './inventory.ts';
+
+const COMPONENT = 'inventory';
+const StoredInventory = z.object({
+  deploymentId: z.string(),
+  specHash: z.string(),
+  revisionId: z.string().optional(),
+  entries: z.array(
+    z.object({ apiVersion: z.string(), kind: z.string(), namespace: z.string(), name: z.string() }),
+  ),
+});
+
+export interface PlacedInventory {
+  readonly namespace: string;
+  readonly inventory: Inventory;
+}
+
+export function inventoryName(deploymentId: string): string {
+  return `k8s-listener-inv-${deploymentId}`;
+}
+
+export class InventoryStore {
+  readonly #kube: KubeClient;
+  readonly #listenerId: string;
+  readonly #cache = new Map<string, PlacedInventory[]>();
+
+  constructor(kube: KubeClient, listenerId: string) {
+    this.#kube = kube;
+    this.#listenerId = listenerId;
+  }
+
+  /** Reads every inventory of this listener in the given namespaces (complete, or throws). */
+  async load(namespaces: readonly string[]): Promise<void> {
+    this.#cache.clear();
+    for (const namespace of namespaces) {
+      const items = await this.#kube.list('ConfigMap', {
+        namespace,
+        labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId},${LABEL_COMPONENT}=${COMPONENT}`,
+      });
+      for (const item of items) {
+        const parsed = StoredInventory.safeParse(
+          safeJson((item as { data?: Record<string, string> }).data?.inventory),
+        );
+        if (!parsed.success) continue;
+        const placed = { namespace, inventory: toInventory(parsed.data) };
+        this.#cache.set(parsed.data.deploymentId, [
+          ...(this.#cache.get(parsed.data.deploymentId) ?? []),
+          placed,
+        ]);
+      }
+    }
+  }
+
+  deploymentIds(): string[] {
+    return [...this.#cache.keys()];
+  }
+
+  get(deploymentId: string): readonly PlacedInventory[] {
+    return this.#cache.get(deploymentId) ?? [];
+  }
+
+  /** Writes the inventory in `namespace` (server-side apply; no request when unchanged). */
+  async write(namespace: string, inventory: Inventory, signal?: AbortSignal): Promise<void> {
+    const object: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: inventoryName(inventory.deploymentId),
+        namespace,
+        labels: {
+          [LABEL_MANAGED_BY]: AGENT_NAME,
+          [LABEL_LISTENER_ID]: this.#listenerId,
+          [LABEL_DEPLOYMENT_ID]: inventory.deploymentId,
+          [LABEL_COMPONENT]: COMPONENT,
+        },
+        annotations: {},
+      },
+      data: { inventory: JSON.stringify({ ...inventory, entries: [...inventory.entries] }) },
+    };
+    await this.#kube.apply(object, { force: true, signal });
+    const others = this.get(inventory.deploymentId).filter((p) => p.namespace !== namespace);
+    this.#cache.set(inventory.deploymentId, [...others, { namespace, inventory }]);
+  }
+
+  async remove(deploymentId: string, namespace: string, signal?: AbortSignal): Promise<void> {
+    await this.#kube.delete(
+      { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+      { signal },
+    );
+    const rest = this.get(deploymentId).filter((p) => p.namespace !== namespace);
+    if (rest.length === 0) this.#cache.delete(deploymentId);
+    else this.#cache.set(deploymentId, rest);
+  }
+}
+
+function toInventory(stored: z.infer<typeof StoredInventory>): Inventory {
+  const entries: InventoryEntry[] = stored.entries;
+  return {
+    deploymentId: stored.deploymentId,
+    specHash: stored.specHash,
+    revisionId: stored.revisionId,
+    entries,
+  };
+}
+
+function safeJson(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,42 @@
+// The reconcile part of the agent configuration, with the defaults of DESIGN.md.
+import { z } from 'zod';
+
+export const ReconcileConfig = z.object({
+  pollIntervalMs: z.number().int().min(100).default(10_000),
+  /** Each poll waits interval × (1 ± jitter), so replicas of many agents do not align. */
+  pollJitter: z.number().min(0).max(0.9).default(0.2),
+  /** Every deployment is reconciled again this often, even without a change. */
+  resyncIntervalMs: z.number().int().min(1_000).default(600_000),
+  concurrency: z.number().int().min(1).max(64).default(4),
+  backoffBaseMs: z.number().int().min(1).default(1_000),
+  backoffMaxMs: z.number().int().min(1).default(300_000),
+  /** The queue refuses new keys beyond this many (one key per deployment). */
+  maxQueuedKeys: z.number().int().min(1).default(10_000),
+  /** While a rollout is in progress, look again this often even without a watch event. */
+  rolloutRecheckMs: z.number().int().min(100).default(5_000),
+  /** A pod in ImagePullBackOff or CrashLoopBackOff longer than this fails the rollout. */
+  failureGraceMs: z.number().int().min(0).default(120_000),
+  prune: z
+    .object({
+      /** Refuse to delete when more than this share of known deployments vanish at once… */
+      maxVanishedFraction: z.number().min(0).max(1).default(0.5),
+      /** …and more than this many (small fleets can still lose one or two). */
+      maxVanishedCount: z.number().int().min(0).default(2),
+      /** Database volumes (PVCs) outlive their deployment unless this is false. */
+      keepDatabaseVolumes: z.boolean().default(true),
+    })
+    .prefault({}),
+  shutdownDrainMs: z.number().int().min(0).default(20_000),
+  leaderElection: z
+    .object({
+      enabled: z.boolean().default(true),
+      leaseName: z.string().default('k8s-listener'),
+      /** Defaults to the agent's own namespace (POD_NAMESPACE), else `default`. */
+      leaseNamespace: z.string().optional(),
+      leaseDurationMs: z.number().int().min(1_000).default(15_000),
+      renewDeadlineMs: z.number().int().min(500).default(10_000),
+      retryPeriodMs: z.number().int().min(100).default(2_000),
+    })
+    .prefault({}),
+});
+export type ReconcileConfig = z.infer<typeof ReconcileConfig>;

@@ -1,0 +1,432 @@
+// reconcile(deploymentId): level-triggered. Reads the desired state of one deployment, renders,
+// applies what drifted, records the inventory, prunes, computes the rollout status and reports.
+// Nothing here depends on which event woke it.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Listener } from '../controlplane/schemas/index.ts';
+import {
+  type EventRecorder,
+  isTransient,
+  KubeApiError,
+  type KubeClient,
+  type LiveKubeObject,
+  type ObjectRef,
+} from '../kube/index.ts';
+import { type KubeObject, type RenderConfig, renderDeployment } from '../render/index.ts';
+import {
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_GENERATED_KEYS,
+  ANNOTATION_SPEC_HASH,
+  ANNOTATION_STATUS,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+} from '../render/ownership.ts';
+import type { AgentMetrics } from '../report/metrics.ts';
+import { computeRollout, type PodProblem, Reason, type RolloutStatus } from '../report/rolloutStatus.ts';
+import type { StatusReporter } from '../report/statusReporter.ts';
+import type { DesiredState } from './desiredState.ts';
+import { driftPath } from './drift.ts';
+import {
+  entriesOf,
+  entryId,
+  type Inventory,
+  type InventoryEntry,
+  sameInventory,
+  staleEntries,
+} from './inventory.ts';
+import type { InventoryStore } from './inventoryStore.ts';
+import type { ReconcileConfig } from './reconcileConfig.ts';
+
+export interface ReconcilerOptions {
+  readonly kube: KubeClient;
+  readonly desired: DesiredState;
+  readonly inventories: InventoryStore;
+  readonly reporter: StatusReporter;
+  readonly events: EventRecorder;
+  readonly metrics: AgentMetrics;
+  readonly logger: Logger;
+  readonly renderConfig: RenderConfig;
+  readonly config: ReconcileConfig;
+  readonly listener: () => Listener;
+  readonly allowedNamespaces: readonly string[] | undefined;
+}
+
+export type ReconcileOutcome =
+  | { readonly result: 'done' }
+  | { readonly result: 'requeue'; readonly afterMs: number }
+  /** Worth another try after a backoff (network, API server 5xx, conflicts). */
+  | { readonly result: 'retry'; readonly error: unknown };
+
+/** A failure that another attempt would not fix: reported, not retried until the input changes. */
+class TerminalFailure extends Error {
+  override readonly name = 'TerminalFailure';
+  readonly reason: Reason;
+  constructor(reason: Reason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}
+
+const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
+
+export class Reconciler {
+  readonly #o: ReconcilerOptions;
+  readonly #log: Logger;
+  /** First time each pod was seen waiting with a back-off reason, for the grace period. */
+  readonly #podProblemSince = new Map<string, number>();
+  /** Fingerprint of the input last attempted for a settled (failed) revision: not retried forever. */
+  readonly #attempted = new Map<string, string>();
+  /** Last rollout status per deployment, for the by-status gauge. */
+  readonly #statuses = new Map<string, string>();
+
+  constructor(options: ReconcilerOptions) {
+    this.#o = options;
+    this.#log = options.logger.child({ component: 'reconciler' });
+  }
+
+  async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
+    const started = performance.now();
+    const log = this.#log.child({ deploymentId });
+    const entry = this.#o.desired.get(deploymentId);
+    try {
+      if (!entry || entry.kind === 'gone') {
+        if (entry) await this.#deleteDeployment(deploymentId, signal, log);
+        return this.#done(started, 'deleted');
+      }
+      if (entry.kind === 'invalid') {
+        this.#report(
+          deploymentId,
+          undefined,
+          {
+            revisionStatus: 'DEPLOY_FAILED',
+            deploymentStatus: undefined,
+            reason: Reason.RenderInvalid,
+            message: entry.message,
+          },
+          undefined,
+        );
+        return this.#done(started, 'invalid');
+      }
+      const { deployment, target } = entry;
+      if (deployment.status === 'AWAITING_DELETE') {
+        await this.#deleteDeployment(deploymentId, signal, log);
+        return this.#done(started, 'deleted');
+      }
+      const revisionId = target.revision?.id ?? deployment.latest_revision_id ?? undefined;
+      if (target.settled && this.#attempted.get(deploymentId) === entry.fingerprint)
+        return this.#done(started, 'settled');
+      this.#attempted.set(deploymentId, entry.fingerprint);
+
+      // 1. Render: pure; a bad deployment fails alone, with every problem named.
+      const rendered = renderDeployment(
+        {
+          deployment,
+          revision: target.revision,
+          listener: this.#o.listener(),
+          allowedNamespaces: this.#o.allowedNamespaces,
+        },
+        this.#o.renderConfig,
+      );
+      if (!rendered.ok) throw new TerminalFailure(Reason.RenderInvalid, rendered.error.message);
+      const { namespace, objects, specHash } = rendered.value;
+
+      // 2. Record the union of old and new entries first, so that no applied object is ever unrecorded.
+      const previous = this.#o.inventories.get(deploymentId);
+      const previousEntries = previous.flatMap((p) => p.inventory.entries);
+      const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId };
+      const union = unionEntries(previousEntries, next.entries);
+      const here = previous.find((p) => p.namespace === namespace);
+      if (!here || !sameEntries(here.inventory.entries, union)) {
+        await this.#o.inventories.write(
+          namespace,
+          { ...next, entries: union, specHash: here?.inventory.specHash ?? '' },
+          signal,
+        );
+      }
+
+      // 3. Apply what is missing or drifted; nothing is written when nothing changed.
+      const live = new Map<string, LiveKubeObject>();
+      for (const object of objects)
+        live.set(entryId(entryOf(object)), await this.#ensure(object, log, signal));
+
+      // 4. Prune what left the desired set (inventory diff; only objects this listener owns).
+      for (const stale of staleEntries(previousEntries, next.entries)) await this.#prune(stale, log, signal);
+      for (const placed of previous) {
+        if (placed.namespace !== namespace)
+          await this.#o.inventories.remove(deploymentId, placed.namespace, signal);
+      }
+      const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
+      if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
+
+      // 5. Rollout status from the live objects and their pods.
+      const status = await this.#rollout(deploymentId, namespace, objects, live, signal);
+      const main = [...live.values()].find(
+        (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
+      );
+      await this.#report(deploymentId, revisionId, status, main);
+      return status.revisionStatus === 'DEPLOYING'
+        ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
+        : this.#done(started, 'ok');
+    } catch (error) {
+      if (error instanceof TerminalFailure || (error instanceof KubeApiError && !isTransient(error))) {
+        const reason = error instanceof TerminalFailure ? error.reason : Reason.ApplyRejected;
+        log.warn({ reason, err: error }, 'deployment failed');
+        this.#o.metrics.reconcileErrors.inc({ reason });
+        const revisionId =
+          entry?.kind === 'present'
+            ? (entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined)
+            : undefined;
+        await this.#report(
+          deploymentId,
+          revisionId,
+          { revisionStatus: 'DEPLOY_FAILED', deploymentStatus: undefined, reason, message: error.message },
+          undefined,
+        );
+        return this.#done(started, 'failed');
+      }
+      this.#o.metrics.reconcileErrors.inc({ reason: 'transient' });
+      this.#o.metrics.reconcileDuration.observe({ result: 'error' }, (performance.now() - started) / 1000);
+      return { result: 'retry', error };
+    }
+  }
+
+  #done(started: number, result: string): ReconcileOutcome {
+    this.#o.metrics.reconcileDuration.observe({ result }, (performance.now() - started) / 1000);
+    return { result: 'done' };
+  }
+
+  /** Makes one object as desired; returns it live. Writes only when missing or drifted. */
+  async #ensure(object: KubeObject, log: Logger, signal?: AbortSignal): Promise<LiveKubeObject> {
+    const ref = refOf(object);
+    const live = await this.#o.kube.get(ref, { signal });
+    if (live && live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID]) {
+      // Never adopt: an object of the same name that another owner made stays theirs.
+      throw new TerminalFailure(
+        Reason.ApplyRejected,
+        `${object.kind}/${ref.namespace}/${ref.name} exists and is not managed by this listener`,
+      );
+    }
+    if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') {
+      return live ?? (await this.#o.kube.create(withGeneratedKeys(object), { signal }));
+    }
+    const drift = live ? driftPath(object, live) : 'missing';
+    if (
+      live &&
+      live.metadata.annotations[ANNOTATION_SPEC_HASH] === object.metadata.annotations[ANNOTATION_SPEC_HASH] &&
+      !drift
+    ) {
+      return live;
+    }
+    log.info(
+      { object: `${object.kind}/${ref.namespace}/${ref.name}`, drift: drift ?? 'spec changed' },
+      'applying',
+    );
+    // Forced: the fields we set are ours (a hand edit of one is drift we undo); fields we do not
+    // set stay with their managers, since an apply only claims what it contains.
+    const applied = await this.#o.kube.apply(object, { force: true, signal });
+    this.#o.metrics.objectsApplied.inc({ kind: object.kind });
+    return applied;
+  }
+
+  async #prune(entry: InventoryEntry, log: Logger, signal?: AbortSignal): Promise<void> {
+    const ref = {
+      apiVersion: entry.apiVersion,
+      kind: entry.kind,
+      namespace: entry.namespace,
+      name: entry.name,
+    };
+    const live = await this.#o.kube.get(ref, { signal });
+    if (!live || live.metadata.labels[LABEL_LISTENER_ID] !== this.#listenerId()) return;
+    log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'pruning');
+    await this.#o.kube.delete(ref, {
+      propagationPolicy: 'Background',
+      preconditionUid: live.metadata.uid,
+      signal,
+    });
+    this.#o.metrics.objectsPruned.inc();
+  }
+
+  async #deleteDeployment(deploymentId: string, signal: AbortSignal | undefined, log: Logger): Promise<void> {
+    const placed = this.#o.inventories.get(deploymentId);
+    for (const { namespace, inventory } of placed) {
+      for (const entry of [...inventory.entries].reverse()) await this.#prune(entry, log, signal);
+      if (!this.#o.config.prune.keepDatabaseVolumes) {
+        const claims = await this.#o.kube.list('PersistentVolumeClaim', {
+          namespace,
+          labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+          signal,
+        });
+        for (const claim of claims) await this.#prune(entryOf(claim), log, signal);
+      }
+      await this.#o.inventories.remove(deploymentId, namespace, signal);
+    }
+    log.info({ namespaces: placed.map((p) => p.namespace) }, 'deployment deleted');
+    this.#o.reporter.record({ deployment_id: deploymentId, deleted: true, message: 'resources removed' });
+    this.#o.desired.delete(deploymentId);
+    this.#attempted.delete(deploymentId);
+    this.#statuses.delete(deploymentId);
+    this.#updateStatusGauge();
+  }
+
+  #updateStatusGauge(): void {
+    const counts: Record<string, number> = { DEPLOYING: 0, DEPLOYED: 0, DEPLOY_FAILED: 0 };
+    for (const status of this.#statuses.values()) counts[status] = (counts[status] ?? 0) + 1;
+    for (const [status, count] of Object.entries(counts))
+      this.#o.metrics.deploymentsByStatus.set({ status }, count);
+  }
+
+  async #rollout(
+    deploymentId: string,
+    namespace: string,
+    objects: readonly KubeObject[],
+    live: Map<string, LiveKubeObject>,
+    signal?: AbortSignal,
+  ): Promise<RolloutStatus> {
+    const tracked: { component: string; object: LiveKubeObject | undefined }[] = [];
+    for (const object of objects) {
+      if (!STATUS_KINDS.has(object.kind)) continue;
+      // The status after our apply is not yet observed: read it again.
+      const fresh = await this.#o.kube.get(refOf(object), { signal });
+      tracked.push({
+        component: object.metadata.labels[LABEL_COMPONENT] ?? 'main',
+        object: fresh ?? live.get(entryId(entryOf(object))),
+      });
+    }
+    const claims = await this.#o.kube.list('PersistentVolumeClaim', {
+      namespace,
+      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+      signal,
+    });
+    for (const claim of claims)
+      tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
+    const pods = await this.#o.kube.list('Pod', {
+      namespace,
+      labelSelector: `${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+      signal,
+    });
+    return computeRollout({
+      objects: tracked,
+      podProblems: this.#podProblems(pods),
+      now: Date.now(),
+      failureGraceMs: this.#o.config.failureGraceMs,
+    });
+  }
+
+  #podProblems(pods: readonly LiveKubeObject[]): PodProblem[] {
+    const problems: PodProblem[] = [];
+    const now = Date.now();
+    for (const pod of pods) {
+      const statuses = [
+        ...asArray((pod as { status?: { initContainerStatuses?: unknown } }).status?.initContainerStatuses),
+        ...asArray((pod as { status?: { containerStatuses?: unknown } }).status?.containerStatuses),
+      ];
+      for (const status of statuses) {
+        const reason = (status as { state?: { waiting?: { reason?: unknown } } }).state?.waiting?.reason;
+        if (typeof reason !== 'string') continue;
+        const key = `${pod.metadata.uid}/${reason}`;
+        const since = this.#podProblemSince.get(key) ?? now;
+        this.#podProblemSince.set(key, since);
+        problems.push({ pod: pod.metadata.name, reason, since });
+      }
+    }
+    if (this.#podProblemSince.size > 10_000) this.#podProblemSince.clear();
+    return problems;
+  }
+
+  async #report(
+    deploymentId: string,
+    revisionId: string | undefined,
+    status: RolloutStatus,
+    main: LiveKubeObject | undefined,
+  ): Promise<void> {
+    const changed = this.#o.reporter.record({
+      deployment_id: deploymentId,
+      revision_id: revisionId ?? null,
+      revision_status: status.revisionStatus,
+      deployment_status: status.deploymentStatus ?? null,
+      message: status.message,
+    });
+    if (!changed) return;
+    this.#statuses.set(deploymentId, status.revisionStatus);
+    this.#updateStatusGauge();
+    this.#log.info(
+      {
+        deploymentId,
+        revisionId,
+        status: status.revisionStatus,
+        reason: status.reason,
+        message: status.message,
+      },
+      'rollout status',
+    );
+    if (!main) return;
+    await this.#o.events.record(main, {
+      type: status.revisionStatus === 'DEPLOY_FAILED' ? 'Warning' : 'Normal',
+      reason:
+        status.revisionStatus === 'DEPLOY_FAILED'
+          ? 'RolloutFailed'
+          : status.revisionStatus === 'DEPLOYED'
+            ? 'RolloutComplete'
+            : 'RollingOut',
+      note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
+    });
+    const annotation = JSON.stringify({
+      revisionId,
+      status: status.revisionStatus,
+      reason: status.reason,
+      message: status.message,
+    });
+    await this.#o.kube
+      .mergePatch(refOf(main), { metadata: { annotations: { [ANNOTATION_STATUS]: annotation } } })
+      .catch((error: unknown) =>
+        this.#log.warn({ err: error, deploymentId }, 'could not write the status annotation'),
+      );
+  }
+
+  #listenerId(): string {
+    return this.#o.listener().id;
+  }
+}
+
+function refOf(object: KubeObject): ObjectRef {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    namespace: object.metadata.namespace,
+    name: object.metadata.name,
+  };
+}
+
+function entryOf(object: KubeObject): InventoryEntry {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    namespace: object.metadata.namespace ?? '',
+    name: object.metadata.name,
+  };
+}
+
+function unionEntries(a: readonly InventoryEntry[], b: readonly InventoryEntry[]): InventoryEntry[] {
+  const byId = new Map<string, InventoryEntry>();
+  for (const entry of [...a, ...b]) byId.set(entryId(entry), entry);
+  return [...byId.values()];
+}
+
+function sameEntries(a: readonly InventoryEntry[], b: readonly InventoryEntry[]): boolean {
+  if (a.length !== b.length) return false;
+  const ids = new Set(a.map(entryId));
+  return b.every((entry) => ids.has(entryId(entry)));
+}
+
+/** Fills the generated keys of a create-only Secret with random values; the values stay in the cluster. */
+function withGeneratedKeys(object: KubeObject): KubeObject {
+  const keys = (object.metadata.annotations[ANNOTATION_GENERATED_KEYS] ?? '').split(',').filter(Boolean);
+  const stringData = { ...((object.stringData as Record<string, string> | undefined) ?? {}) };
+  for (const key of keys) stringData[key] = randomBytes(24).toString('base64url');
+  return { ...object, stringData };
+}
+
+function asArray(value: unknown): unknown[] {
+  return Array.isArray(value) ? value : [];
+}

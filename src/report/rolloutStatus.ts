@@ -1,0 +1,273 @@
+// Rollout status as a pure function of live objects, in the manner of kstatus: generic checks
+// first (deletion, observed generation), then a check per kind; reasons are named constants.
+
+export type ObjectStatus = 'Current' | 'InProgress' | 'Failed' | 'Terminating' | 'NotFound';
+
+export const Reason = {
+  Terminating: 'Terminating',
+  NotObserved: 'GenerationNotObserved',
+  ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
+  ReplicaFailure: 'ReplicaFailure',
+  UpdatingReplicas: 'UpdatingReplicas',
+  WaitingForAvailable: 'WaitingForAvailable',
+  WaitingForReady: 'WaitingForReady',
+  UpdateRevisionPending: 'UpdateRevisionPending',
+  ClaimPending: 'ClaimPending',
+  ClaimLost: 'ClaimLost',
+  HpaUnable: 'ScalingUnable',
+  Current: 'Current',
+  Missing: 'Missing',
+  PodImagePull: 'ImagePullBackOff',
+  PodCrashLoop: 'CrashLoopBackOff',
+  PodConfigError: 'CreateContainerConfigError',
+  ApplyRejected: 'ApplyRejected',
+  RenderInvalid: 'RenderInvalid',
+} as const;
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+export interface ObjectStatusResult {
+  readonly status: ObjectStatus;
+  readonly reason: Reason;
+  readonly message: string;
+}
+
+type Json = Record<string, unknown>;
+
+export interface LiveObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: {
+    readonly name: string;
+    readonly generation?: number;
+    readonly deletionTimestamp?: string;
+    readonly [k: string]: unknown;
+  };
+  readonly [key: string]: unknown;
+}
+
+const get = (value: unknown, ...path: string[]): unknown => {
+  let current = value;
+  for (const key of path)
+    current = typeof current === 'object' && current !== null ? (current as Json)[key] : undefined;
+  return current;
+};
+const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
+const conditions = (object: LiveObject): Json[] => {
+  const list = get(object, 'status', 'conditions');
+  return Array.isArray(list) ? (list as Json[]) : [];
+};
+const condition = (object: LiveObject, type: string): Json | undefined =>
+  conditions(object).find((c) => c.type === type);
+
+const current = (message: string): ObjectStatusResult => ({
+  status: 'Current',
+  reason: Reason.Current,
+  message,
+});
+const progressing = (reason: Reason, message: string): ObjectStatusResult => ({
+  status: 'InProgress',
+  reason,
+  message,
+});
+const failed = (reason: Reason, message: string): ObjectStatusResult => ({
+  status: 'Failed',
+  reason,
+  message,
+});
+
+/** What time-based checks need: a persistent failure fails only after the grace period. */
+export interface StatusClock {
+  readonly now: number;
+  readonly failureGraceMs: number;
+}
+
+type KindCheck = (object: LiveObject, clock: StatusClock) => ObjectStatusResult;
+
+function deploymentStatus(object: LiveObject, clock: StatusClock): ObjectStatusResult {
+  const desired = get(object, 'spec', 'replicas') === undefined ? 1 : num(get(object, 'spec', 'replicas'));
+  const progressing_ = condition(object, 'Progressing');
+  if (progressing_?.reason === 'ProgressDeadlineExceeded') {
+    return failed(
+      Reason.ProgressDeadlineExceeded,
+      `Deployment ${object.metadata.name} exceeded its progress deadline`,
+    );
+  }
+  const replicaFailure = condition(object, 'ReplicaFailure');
+  if (replicaFailure?.status === 'True') {
+    const message = `Deployment ${object.metadata.name}: ${String(replicaFailure.message ?? 'pods cannot be created')}`;
+    const since = Date.parse(String(replicaFailure.lastTransitionTime ?? ''));
+    const persistent = Number.isFinite(since) && clock.now - since >= clock.failureGraceMs;
+    return persistent ? failed(Reason.ReplicaFailure, message) : progressing(Reason.ReplicaFailure, message);
+  }
+  const updated = num(get(object, 'status', 'updatedReplicas'));
+  const replicas = num(get(object, 'status', 'replicas'));
+  const available = num(get(object, 'status', 'availableReplicas'));
+  if (updated < desired)
+    return progressing(Reason.UpdatingReplicas, `${updated} of ${desired} replicas updated`);
+  if (replicas > updated)
+    return progressing(Reason.UpdatingReplicas, `${replicas - updated} old replicas pending termination`);
+  if (available < updated)
+    return progressing(Reason.WaitingForAvailable, `${available} of ${updated} updated replicas available`);
+  return current(`${available} replicas available`);
+}
+
+function statefulSetStatus(object: LiveObject): ObjectStatusResult {
+  const desired = get(object, 'spec', 'replicas') === undefined ? 1 : num(get(object, 'spec', 'replicas'));
+  const ready = num(get(object, 'status', 'readyReplicas'));
+  const currentReplicas = num(get(object, 'status', 'currentReplicas'));
+  const updatedReplicas = num(get(object, 'status', 'updatedReplicas'));
+  const updateRevision = get(object, 'status', 'updateRevision');
+  const currentRevision = get(object, 'status', 'currentRevision');
+  if (ready < desired) return progressing(Reason.WaitingForReady, `${ready} of ${desired} replicas ready`);
+  if (updateRevision !== undefined && updateRevision !== currentRevision) {
+    return progressing(
+      Reason.UpdateRevisionPending,
+      `${updatedReplicas} of ${desired} replicas at the update revision`,
+    );
+  }
+  if (currentReplicas < desired && updatedReplicas < desired) {
+    return progressing(
+      Reason.UpdateRevisionPending,
+      `${Math.max(currentReplicas, updatedReplicas)} of ${desired} replicas current`,
+    );
+  }
+  return current(`${ready} replicas ready`);
+}
+
+function claimStatus(object: LiveObject): ObjectStatusResult {
+  const phase = get(object, 'status', 'phase');
+  if (phase === 'Bound') return current('claim bound');
+  if (phase === 'Lost') return failed(Reason.ClaimLost, `claim ${object.metadata.name} lost its volume`);
+  return progressing(Reason.ClaimPending, `claim ${object.metadata.name} is ${String(phase ?? 'pending')}`);
+}
+
+function autoscalerStatus(object: LiveObject): ObjectStatusResult {
+  const able = condition(object, 'AbleToScale');
+  if (able?.status === 'False')
+    return progressing(
+      Reason.HpaUnable,
+      `autoscaler: ${String(able.message ?? able.reason ?? 'unable to scale')}`,
+    );
+  return current('autoscaler active');
+}
+
+const alwaysCurrent: KindCheck = () => current('exists');
+
+const CHECKS: Record<string, KindCheck> = {
+  'apps/Deployment': deploymentStatus,
+  'apps/StatefulSet': statefulSetStatus,
+  '/PersistentVolumeClaim': claimStatus,
+  'autoscaling/HorizontalPodAutoscaler': autoscalerStatus,
+  '/Service': alwaysCurrent,
+  '/Secret': alwaysCurrent,
+  '/ConfigMap': alwaysCurrent,
+  '/PodTemplate': alwaysCurrent,
+  'policy/PodDisruptionBudget': alwaysCurrent,
+  'networking.k8s.io/Ingress': alwaysCurrent,
+};
+
+export function computeObjectStatus(
+  object: LiveObject | undefined,
+  clock: StatusClock = { now: Date.now(), failureGraceMs: 120_000 },
+): ObjectStatusResult {
+  if (!object) return { status: 'NotFound', reason: Reason.Missing, message: 'object not found' };
+  if (object.metadata.deletionTimestamp)
+    return {
+      status: 'Terminating',
+      reason: Reason.Terminating,
+      message: `${object.kind} ${object.metadata.name} is being deleted`,
+    };
+  const generation = object.metadata.generation;
+  const observed = get(object, 'status', 'observedGeneration');
+  if (generation !== undefined && typeof observed === 'number' && observed < generation) {
+    return progressing(
+      Reason.NotObserved,
+      `${object.kind} ${object.metadata.name}: generation ${generation} not yet observed`,
+    );
+  }
+  const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
+  const check = CHECKS[`${group}/${object.kind}`] ?? alwaysCurrent;
+  return check(object, clock);
+}
+
+// --- Per deployment
+
+export type RevisionOutcome = 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED';
+export type DeploymentOutcome = 'AWAITING_DATABASE' | 'READY' | undefined;
+
+export interface PodProblem {
+  readonly pod: string;
+  readonly reason: string;
+  /** When the pod was first seen with this problem (ms since epoch). */
+  readonly since: number;
+}
+
+export interface RolloutInput {
+  /** Live objects of the deployment, with the component label of each (main, database, …). */
+  readonly objects: readonly { readonly component: string; readonly object: LiveObject | undefined }[];
+  /** Waiting reasons of the deployment's pods, for back-offs past the grace period. */
+  readonly podProblems: readonly PodProblem[];
+  readonly now: number;
+  readonly failureGraceMs: number;
+}
+
+export interface RolloutStatus {
+  readonly revisionStatus: RevisionOutcome;
+  readonly deploymentStatus: DeploymentOutcome;
+  readonly reason: Reason;
+  readonly message: string;
+}
+
+const BACKOFF_REASONS: Record<string, Reason> = {
+  ImagePullBackOff: Reason.PodImagePull,
+  ErrImagePull: Reason.PodImagePull,
+  CrashLoopBackOff: Reason.PodCrashLoop,
+  CreateContainerConfigError: Reason.PodConfigError,
+};
+
+export function computeRollout(input: RolloutInput): RolloutStatus {
+  const clock = { now: input.now, failureGraceMs: input.failureGraceMs };
+  const results = input.objects.map(({ component, object }) => ({
+    component,
+    result: computeObjectStatus(object, clock),
+  }));
+  const dataStoresReady = results
+    .filter((r) => r.component === 'database' || r.component === 'kvstore')
+    .every((r) => r.result.status === 'Current');
+  const deploymentStatus: DeploymentOutcome = dataStoresReady ? 'READY' : 'AWAITING_DATABASE';
+
+  const failure = results.find((r) => r.result.status === 'Failed');
+  if (failure)
+    return {
+      revisionStatus: 'DEPLOY_FAILED',
+      deploymentStatus: dataStoresReady ? undefined : deploymentStatus,
+      reason: failure.result.reason,
+      message: failure.result.message,
+    };
+  const stuck = input.podProblems.find(
+    (p) => BACKOFF_REASONS[p.reason] && input.now - p.since >= input.failureGraceMs,
+  );
+  if (stuck) {
+    return {
+      revisionStatus: 'DEPLOY_FAILED',
+      deploymentStatus: dataStoresReady ? undefined : deploymentStatus,
+      reason: BACKOFF_REASONS[stuck.reason] ?? Reason.PodCrashLoop,
+      message: `pod ${stuck.pod} is in ${stuck.reason} for more than ${Math.round(input.failureGraceMs / 1000)} s`,
+    };
+  }
+  const pending = results.find((r) => r.result.status !== 'Current');
+  if (pending) {
+    return {
+      revisionStatus: 'DEPLOYING',
+      deploymentStatus: dataStoresReady ? undefined : deploymentStatus,
+      reason: pending.result.reason,
+      message: `${pending.component}: ${pending.result.message}`,
+    };
+  }
+  return {
+    revisionStatus: 'DEPLOYED',
+    deploymentStatus: 'READY',
+    reason: Reason.Current,
+    message: 'all workloads are available',
+  };
+}
