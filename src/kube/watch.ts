@@ -186,7 +186,10 @@ export class OwnedObjectWatcher {
         } else if (Date.now() - opened < timeoutSeconds * 1000 - 1000) {
           // Closed before the server-side timeout: treat it like an error, so a flapping
           // connection cannot make the loop spin.
-          stream.logger.info('watch stream closed early; restarting it');
+          stream.logger.info(
+            { openMs: Date.now() - opened, timeoutSeconds },
+            'watch stream closed early; restarting it',
+          );
           failures++;
         }
       } catch (error) {

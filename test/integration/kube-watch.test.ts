@@ -37,7 +37,10 @@ function owned(
   };
 }
 
-function startWatcher(listenerId: string, extra: { watchdogMs?: number } = {}): OwnedObjectWatcher {
+function startWatcher(
+  listenerId: string,
+  extra: { watchdogMs?: number; watchTimeoutSeconds?: number } = {},
+): OwnedObjectWatcher {
   events = [];
   watcher = new OwnedObjectWatcher({
     client: watchClient,
@@ -80,6 +83,8 @@ beforeAll(async () => {
 afterEach(async () => {
   await watcher?.stop();
   watcher = undefined;
+  // No frozen idle connection may outlive its test.
+  proxy.cutAll();
 });
 
 afterAll(async () => {
@@ -155,5 +160,20 @@ describe('OwnedObjectWatcher on a real API server', () => {
     await writer.apply(owned('Secret', second, 'while-frozen', id), { force: false });
     await eventually('event after the watchdog restart', seen(`ADDED Secret/${second}/while-frozen`), 20_000);
     expect(watcher?.stats().watchdogRestarts).toBeGreaterThanOrEqual(1);
+  });
+
+  it('renews streams the server ends on schedule, without relisting or counting failures', async () => {
+    const id = randomBytes(4).toString('hex');
+    const [first = ''] = namespaces;
+    // Streams of 2–4 s: the server ends each one normally (bookmarks, when it sends them, must not hurt).
+    startWatcher(id, { watchTimeoutSeconds: 2 });
+    await streamsOpen();
+    await new Promise((resolve) => setTimeout(resolve, 7_000));
+    const stats = watcher?.stats();
+    expect(stats?.watches).toBeGreaterThanOrEqual(8);
+    expect(stats?.failures).toBe(0);
+    expect(stats?.lists).toBe(4);
+    await writer.apply(owned('ConfigMap', first, 'after-renewals', id), { force: false });
+    await eventually('event after renewals', seen(`ADDED ConfigMap/${first}/after-renewals`), 10_000);
   });
 });
