@@ -35,7 +35,7 @@ import {
   sameInventory,
   staleEntries,
 } from './inventory.ts';
-import type { InventoryStore } from './inventoryStore.ts';
+import { type InventoryStore, inventoryName } from './inventoryStore.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 
 export interface ReconcilerOptions {
@@ -79,6 +79,8 @@ export class Reconciler {
   readonly #attempted = new Map<string, string>();
   /** Last rollout status per deployment, for the by-status gauge. */
   readonly #statuses = new Map<string, string>();
+  /** deploymentId/revisionId pairs that reached DEPLOYED. */
+  readonly #deployed = new Set<string>();
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
@@ -183,6 +185,11 @@ export class Reconciler {
           { revisionStatus: 'DEPLOY_FAILED', deploymentStatus: undefined, reason, message: error.message },
           undefined,
         );
+        if (awaitsNamespace(error)) {
+          // The namespace may be created (or finish terminating) later: keep trying, with backoff.
+          this.#attempted.delete(deploymentId);
+          return { result: 'retry', error };
+        }
         return this.#done(started, 'failed');
       }
       this.#o.metrics.reconcileErrors.inc({ reason: 'transient' });
@@ -266,6 +273,7 @@ export class Reconciler {
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
     this.#statuses.delete(deploymentId);
+    for (const key of this.#deployed) if (key.startsWith(`${deploymentId}/`)) this.#deployed.delete(key);
     this.#updateStatusGauge();
   }
 
@@ -340,6 +348,11 @@ export class Reconciler {
     status: RolloutStatus,
     main: LiveKubeObject | undefined,
   ): Promise<void> {
+    // A revision once DEPLOYED stays so through scaling (an HPA adding replicas); only a
+    // failure or a new revision changes what is reported.
+    const deployedKey = `${deploymentId}/${revisionId ?? ''}`;
+    if (status.revisionStatus === 'DEPLOYED') this.#deployed.add(deployedKey);
+    else if (status.revisionStatus === 'DEPLOYING' && this.#deployed.has(deployedKey)) return;
     const changed = this.#o.reporter.record({
       deployment_id: deploymentId,
       revision_id: revisionId ?? null,
@@ -377,8 +390,16 @@ export class Reconciler {
       reason: status.reason,
       message: status.message,
     });
+    // On the inventory ConfigMap, not the Deployment: the API server bumps a Deployment's
+    // generation on any annotation change, which would restart the very rollout we report on.
+    const inventory = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: main.metadata.namespace,
+      name: inventoryName(deploymentId),
+    };
     await this.#o.kube
-      .mergePatch(refOf(main), { metadata: { annotations: { [ANNOTATION_STATUS]: annotation } } })
+      .mergePatch(inventory, { metadata: { annotations: { [ANNOTATION_STATUS]: annotation } } })
       .catch((error: unknown) =>
         this.#log.warn({ err: error, deploymentId }, 'could not write the status annotation'),
       );
@@ -425,6 +446,13 @@ function withGeneratedKeys(object: KubeObject): KubeObject {
   const stringData = { ...((object.stringData as Record<string, string> | undefined) ?? {}) };
   for (const key of keys) stringData[key] = randomBytes(24).toString('base64url');
   return { ...object, stringData };
+}
+
+/** The target namespace is missing or being deleted: a condition that can pass. */
+function awaitsNamespace(error: unknown): boolean {
+  if (!(error instanceof KubeApiError)) return false;
+  const missing = error.status === 404 && /namespaces? "[^"]+" not found/.test(error.message);
+  return missing || (error.status === 403 && error.message.includes('being terminated'));
 }
 
 function asArray(value: unknown): unknown[] {

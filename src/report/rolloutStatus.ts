@@ -182,7 +182,7 @@ export function computeObjectStatus(
   if (generation !== undefined && typeof observed === 'number' && observed < generation) {
     return progressing(
       Reason.NotObserved,
-      `${object.kind} ${object.metadata.name}: generation ${generation} not yet observed`,
+      `${object.kind} ${object.metadata.name}: the latest spec is not yet observed`,
     );
   }
   const group = object.apiVersion.includes('/') ? object.apiVersion.split('/')[0] : '';
