@@ -6,7 +6,15 @@ import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../src/reconcile/agent.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/render/ownership.ts';
 import { eventually } from '../support/adminKube.ts';
-import { app, deploymentNamed, revisionStatus, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import {
+  app,
+  deploymentNamed,
+  revisionStatus,
+  startAgent,
+  startWorld,
+  type World,
+  waitForRevision,
+} from '../support/agentHarness.ts';
 
 let world: World;
 let agent: Agent;
@@ -25,7 +33,8 @@ afterAll(async () => {
 });
 
 const image = async (name: string, namespace = ns) =>
-  (await world.kube.apps.readNamespacedDeployment({ name, namespace })).spec?.template.spec?.containers[0]?.image;
+  (await world.kube.apps.readNamespacedDeployment({ name, namespace })).spec?.template.spec?.containers[0]
+    ?.image;
 
 async function objectsOf(deploymentId: string, namespace = ns): Promise<string[]> {
   const selector = `${LABEL_DEPLOYMENT_ID}=${deploymentId}`;
@@ -52,7 +61,14 @@ describe('reconciling deployments', () => {
         source_config: {
           listener_id: world.listenerId,
           listener_config: { k8s_namespace: ns },
-          resource_spec: { min_scale: 2, max_scale: 2, cpu: 0.1, memory_mb: 64, db_storage_gi: 1, kvstore_memory_mb: 32 },
+          resource_spec: {
+            min_scale: 2,
+            max_scale: 2,
+            cpu: 0.1,
+            memory_mb: 64,
+            db_storage_gi: 1,
+            kvstore_memory_mb: 32,
+          },
         },
       }),
     );
@@ -72,7 +88,10 @@ describe('reconciling deployments', () => {
     const deployment = await world.kube.apps.readNamespacedDeployment({ name: 'web', namespace: ns });
     expect(deployment.status?.availableReplicas).toBe(2);
     // The generated database password is in the cluster, and only there.
-    const credentials = await world.kube.core.readNamespacedSecret({ name: 'web-db-credentials', namespace: ns });
+    const credentials = await world.kube.core.readNamespacedSecret({
+      name: 'web-db-credentials',
+      namespace: ns,
+    });
     expect(Buffer.from(credentials.data?.password ?? '', 'base64').toString().length).toBeGreaterThan(20);
   });
 
@@ -81,7 +100,14 @@ describe('reconciling deployments', () => {
       source_config: {
         listener_id: world.listenerId,
         listener_config: { k8s_namespace: ns },
-        resource_spec: { min_scale: 3, max_scale: 3, cpu: 0.2, memory_mb: 64, db_storage_gi: 1, kvstore_memory_mb: 32 },
+        resource_spec: {
+          min_scale: 3,
+          max_scale: 3,
+          cpu: 0.2,
+          memory_mb: 64,
+          db_storage_gi: 1,
+          kvstore_memory_mb: 32,
+        },
       },
     });
     expect(patched.latest_revision_id).toBe(web.latest_revision_id);
@@ -89,14 +115,17 @@ describe('reconciling deployments', () => {
       const deployment = await world.kube.apps.readNamespacedDeployment({ name: 'web', namespace: ns });
       return deployment.spec?.replicas === 3 && deployment.status?.availableReplicas === 3 ? true : undefined;
     });
-    const container = (await world.kube.apps.readNamespacedDeployment({ name: 'web', namespace: ns })).spec?.template.spec?.containers[0];
+    const container = (await world.kube.apps.readNamespacedDeployment({ name: 'web', namespace: ns })).spec
+      ?.template.spec?.containers[0];
     expect(container?.resources?.requests?.cpu).toBe('200m');
     web = patched;
   });
 
   it('rolls out a new revision when source_revision_config changes, and a redeploy brings the old image back', async () => {
     const first = web.latest_revision_id ?? '';
-    const next = await world.client.patchDeployment(web.id, { source_revision_config: { image_uri: 'nginx:1.28' } });
+    const next = await world.client.patchDeployment(web.id, {
+      source_revision_config: { image_uri: 'nginx:1.28' },
+    });
     expect(next.latest_revision_id).not.toBe(first);
     await waitForRevision(world, next, 'DEPLOYED');
     expect(await image('web')).toBe('nginx:1.28');
@@ -110,31 +139,41 @@ describe('reconciling deployments', () => {
 
   it('restores a managed Service deleted by hand and an image edited by hand', async () => {
     await world.kube.core.deleteNamespacedService({ name: 'web', namespace: ns });
-    await world.kube.apps.patchNamespacedDeployment(
-      {
-        name: 'web',
-        namespace: ns,
-        body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'busybox:hand-edited' }],
-      },
+    await world.kube.apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace: ns,
+      body: [{ op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'busybox:hand-edited' }],
+    });
+    await eventually('Service restored', async () =>
+      (await objectsOf(web.id)).includes('Service/web') ? true : undefined,
     );
-    await eventually('Service restored', async () => ((await objectsOf(web.id)).includes('Service/web') ? true : undefined));
-    await eventually('image restored', async () => ((await image('web')) === 'nginx:1.27' ? true : undefined));
+    await eventually('image restored', async () =>
+      (await image('web')) === 'nginx:1.27' ? true : undefined,
+    );
   });
 
   it('leaves alone an object with similar labels but another listener id', async () => {
     const foreign = {
       metadata: {
         name: 'foreign',
-        labels: { 'app.kubernetes.io/managed-by': 'k8s-listener', [LABEL_LISTENER_ID]: '00000000-0000-4000-8000-0000000000ff', [LABEL_DEPLOYMENT_ID]: web.id },
+        labels: {
+          'app.kubernetes.io/managed-by': 'k8s-listener',
+          [LABEL_LISTENER_ID]: '00000000-0000-4000-8000-0000000000ff',
+          [LABEL_DEPLOYMENT_ID]: web.id,
+        },
       },
       spec: { selector: { app: 'foreign' }, ports: [{ port: 80 }] },
     };
     await world.kube.core.createNamespacedService({ namespace: ns, body: foreign });
     // A full pass over the deployment (a watch event on it wakes the agent) must not touch it.
-    await world.client.patchDeployment(web.id, { secrets: [{ name: 'API_TOKEN', value: 'rotated-secret-value' }] });
+    await world.client.patchDeployment(web.id, {
+      secrets: [{ name: 'API_TOKEN', value: 'rotated-secret-value' }],
+    });
     await eventually('secret rotated', async () => {
       const secret = await world.kube.core.readNamespacedSecret({ name: 'web-secrets', namespace: ns });
-      return Buffer.from(secret.data?.API_TOKEN ?? '', 'base64').toString() === 'rotated-secret-value' ? true : undefined;
+      return Buffer.from(secret.data?.API_TOKEN ?? '', 'base64').toString() === 'rotated-secret-value'
+        ? true
+        : undefined;
     });
     const still = await world.kube.core.readNamespacedService({ name: 'foreign', namespace: ns });
     expect(still.metadata?.labels?.[LABEL_LISTENER_ID]).toBe('00000000-0000-4000-8000-0000000000ff');
@@ -144,7 +183,11 @@ describe('reconciling deployments', () => {
   it('fails only the bad deployment, with its reason, while a good one converges', async () => {
     const bad = await world.client.createDeployment(
       app(world, 'bad', other, {
-        source_config: { listener_id: world.listenerId, listener_config: { k8s_namespace: other }, resource_spec: { min_scale: 3, max_scale: 1 } },
+        source_config: {
+          listener_id: world.listenerId,
+          listener_config: { k8s_namespace: other },
+          resource_spec: { min_scale: 3, max_scale: 1 },
+        },
       }),
     );
     const good = await world.client.createDeployment(app(world, 'good', other));
@@ -157,7 +200,9 @@ describe('reconciling deployments', () => {
   it('writes nothing for a deployment whose namespace the agent does not allow', async () => {
     const outside = await world.client.createDeployment(app(world, 'outside', 'not-allowed-by-agent'));
     await waitForRevision(world, outside, 'DEPLOY_FAILED');
-    const objects = await world.kube.apps.listDeploymentForAllNamespaces({ labelSelector: `${LABEL_DEPLOYMENT_ID}=${outside.id}` });
+    const objects = await world.kube.apps.listDeploymentForAllNamespaces({
+      labelSelector: `${LABEL_DEPLOYMENT_ID}=${outside.id}`,
+    });
     expect(objects.items).toEqual([]);
   });
 
@@ -176,11 +221,21 @@ describe('reconciling deployments', () => {
 
   it('deletes the objects of a deleted deployment, keeps its database volume, and reports it', async () => {
     await world.client.deleteDeployment(web.id);
-    await eventually('deployment removed from the control plane', async () => ((await deploymentNamed(world, web.id)) ? undefined : true), 60_000);
+    await eventually(
+      'deployment removed from the control plane',
+      async () => ((await deploymentNamed(world, web.id)) ? undefined : true),
+      60_000,
+    );
     // Only the look-alike with the same deployment id but another listener id is left.
     expect(await objectsOf(web.id)).toEqual(['Service/foreign']);
-    const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns, labelSelector: `${LABEL_DEPLOYMENT_ID}=${web.id}` });
+    const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({
+      namespace: ns,
+      labelSelector: `${LABEL_DEPLOYMENT_ID}=${web.id}`,
+    });
     expect(claims.items.map((c) => c.metadata?.name)).toEqual(['data-web-db-0']);
-    expect(await revisionStatus(world, web.id, web.latest_revision_id ?? '')).toBeUndefined();
+    // The control plane removed it once the agent reported it deleted.
+    await expect(revisionStatus(world, web.id, web.latest_revision_id ?? '')).rejects.toMatchObject({
+      status: 404,
+    });
   });
 });

@@ -1,7 +1,12 @@
 // Runs the real agent in-process against the emulator and the test cluster.
 import pino from 'pino';
 import { ControlPlaneClient } from '../../src/controlplane/client.ts';
-import type { Deployment, DeploymentCreate, Revision, RevisionStatus } from '../../src/controlplane/schemas/index.ts';
+import type {
+  Deployment,
+  DeploymentCreate,
+  Revision,
+  RevisionStatus,
+} from '../../src/controlplane/schemas/index.ts';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
 import { Agent } from '../../src/reconcile/agent.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
@@ -32,12 +37,19 @@ export interface World {
 }
 
 /** An emulator with one k8s listener for fresh namespaces of the test cluster. */
-export async function startWorld(kubeconfigPath: string, options: { namespaces?: number; extraListenerNamespaces?: string[] } = {}): Promise<World> {
+export async function startWorld(
+  kubeconfigPath: string,
+  options: { namespaces?: number; extraListenerNamespaces?: string[] } = {},
+): Promise<World> {
   const kube = adminKube(kubeconfigPath);
   const namespaces = Array.from({ length: options.namespaces ?? 2 }, () => uniqueNamespace('rec'));
   for (const namespace of namespaces) await createNamespace(kube, namespace);
   const emulator = await startEmulator({});
-  const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }), retry: { retries: 1, minDelayMs: 5, maxDelayMs: 20 } });
+  const client = new ControlPlaneClient({
+    baseUrl: emulator.url,
+    logger: pino({ level: 'silent' }),
+    retry: { retries: 1, minDelayMs: 5, maxDelayMs: 20 },
+  });
   const listener = await client.createListener({
     compute_type: 'k8s',
     compute_id: `test-${namespaces[0]}`,
@@ -53,7 +65,8 @@ export async function startWorld(kubeconfigPath: string, options: { namespaces?:
     close: async () => {
       await client.close();
       await emulator.close();
-      for (const namespace of namespaces) await kube.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+      for (const namespace of namespaces)
+        await kube.core.deleteNamespace({ name: namespace }).catch(() => undefined);
     },
   };
 }
@@ -70,7 +83,10 @@ export interface AgentOverrides {
 export async function startAgent(world: World, overrides: AgentOverrides = {}): Promise<Agent> {
   const agent = new Agent({
     listenerId: world.listenerId,
-    controlPlane: { baseUrl: overrides.baseUrl ?? world.emulator.url, retry: { retries: 1, minDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 1_000 } },
+    controlPlane: {
+      baseUrl: overrides.baseUrl ?? world.emulator.url,
+      retry: { retries: 1, minDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 1_000 },
+    },
     kubeconfigPath: world.kubeconfigPath,
     allowedNamespaces: overrides.allowedNamespaces,
     identity: overrides.identity ?? 'agent-under-test',
@@ -94,7 +110,12 @@ export async function startAgent(world: World, overrides: AgentOverrides = {}): 
   return agent;
 }
 
-export function app(world: World, name: string, namespace: string, extra: Partial<DeploymentCreate> = {}): DeploymentCreate {
+export function app(
+  world: World,
+  name: string,
+  namespace: string,
+  extra: Partial<DeploymentCreate> = {},
+): DeploymentCreate {
   return {
     name,
     source: 'external_container',
@@ -110,15 +131,28 @@ export function app(world: World, name: string, namespace: string, extra: Partia
   };
 }
 
-export async function revisionStatus(world: World, deploymentId: string, revisionId: string): Promise<RevisionStatus | undefined> {
+export async function revisionStatus(
+  world: World,
+  deploymentId: string,
+  revisionId: string,
+): Promise<RevisionStatus | undefined> {
   const revisions = await world.client.listAllRevisions(deploymentId);
   return revisions.items.find((r: Revision) => r.id === revisionId)?.status;
 }
 
 /** Waits until the control plane has the revision in `status` (reported by the agent). */
-export async function waitForRevision(world: World, deployment: Deployment, status: RevisionStatus, timeoutMs = 60_000): Promise<void> {
+export async function waitForRevision(
+  world: World,
+  deployment: Deployment,
+  status: RevisionStatus,
+  timeoutMs = 60_000,
+): Promise<void> {
   const revisionId = deployment.latest_revision_id ?? '';
-  await eventually(`revision ${revisionId} ${status}`, async () => ((await revisionStatus(world, deployment.id, revisionId)) === status ? true : undefined), timeoutMs);
+  await eventually(
+    `revision ${revisionId} ${status}`,
+    async () => ((await revisionStatus(world, deployment.id, revisionId)) === status ? true : undefined),
+    timeoutMs,
+  );
 }
 
 export async function deploymentNamed(world: World, id: string): Promise<Deployment | undefined> {
