@@ -92,6 +92,10 @@ export class Agent {
     return this.#elector ? this.#elector.isLeader() : this.#leading !== undefined;
   }
 
+  get metrics(): AgentMetrics {
+    return this.#o.metrics;
+  }
+
   /** The Kubernetes client, for request counts in tests. */
   get kube(): KubeClient | undefined {
     return this.#kube;
