@@ -1,0 +1,195 @@
+// The agent as operators run it: real processes of `k8s-listener run`, two replicas with one
+// leader, failover when the leader dies, graceful shutdown, and a restart after a kill mid-rollout.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { eventually } from '../support/adminKube.ts';
+import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+
+interface AgentProcess {
+  readonly identity: string;
+  readonly child: ChildProcess;
+  readonly output: () => string;
+  readonly exited: Promise<number | null>;
+}
+
+let world: World;
+let configPath: string;
+let leaseName: string;
+const running: AgentProcess[] = [];
+
+beforeAll(async () => {
+  world = await startWorld(inject('kubeconfigPath'));
+  leaseName = `lease-${world.namespaces[0]}`;
+  const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-agent-'));
+  configPath = join(dir, 'config.yaml');
+  // JSON is YAML: the same file format the Helm chart mounts.
+  await writeFile(
+    configPath,
+    JSON.stringify({
+      listenerId: world.listenerId,
+      controlPlane: { baseUrl: world.emulator.url },
+      kubeconfig: world.kubeconfigPath,
+      agentNamespace: 'default',
+      probes: { host: '127.0.0.1', port: 0 },
+      log: { level: 'info' },
+      reconcile: {
+        ...FAST_RECONCILE,
+        leaderElection: { leaseName, leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
+      },
+    }),
+  );
+});
+afterEach(async () => {
+  for (const agent of running.splice(0)) {
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+  }
+});
+afterAll(() => world?.close());
+
+function startAgentProcess(identity: string): AgentProcess {
+  const child = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
+    env: { ...process.env, POD_NAME: identity, POD_NAMESPACE: 'default' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const agent = { identity, child, output: () => output, exited };
+  running.push(agent);
+  return agent;
+}
+
+async function leaseHolder(): Promise<string | undefined> {
+  const coordination = world.kube.config.makeApiClient(k8s.CoordinationV1Api);
+  try {
+    const lease = await coordination.readNamespacedLease({ name: leaseName, namespace: 'default' });
+    return lease.spec?.holderIdentity || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const applies = (agent: AgentProcess) => (agent.output().match(/"msg":"applying"/g) ?? []).length;
+
+describe('agent processes', () => {
+  it('runs two replicas with one leader; the follower writes nothing; failover after the leader dies', async () => {
+    const a = startAgentProcess('replica-a');
+    const b = startAgentProcess('replica-b');
+    const first = await eventually('a leader', leaseHolder, 30_000);
+    const [leader, follower] = first === 'replica-a' ? [a, b] : [b, a];
+
+    const one = await world.client.createDeployment(app(world, 'one', world.namespaces[0] ?? ''));
+    await waitForRevision(world, one, 'DEPLOYED');
+    expect(applies(leader)).toBeGreaterThan(0);
+    expect(applies(follower)).toBe(0);
+
+    // The leader dies without a chance to release its lease.
+    const killedAt = Date.now();
+    leader.child.kill('SIGKILL');
+    await leader.exited;
+    await eventually(
+      'the follower leads',
+      async () => ((await leaseHolder()) === follower.identity ? true : undefined),
+      20_000,
+    );
+    const takeoverMs = Date.now() - killedAt;
+    // Within the lease duration (3 s) plus two jittered retry periods.
+    expect(takeoverMs).toBeLessThan(8_000);
+
+    const two = await world.client.createDeployment(app(world, 'two', world.namespaces[0] ?? ''));
+    await waitForRevision(world, two, 'DEPLOYED');
+    expect(applies(follower)).toBeGreaterThan(0);
+
+    // Graceful shutdown: exit 0, and the lease handed back for an immediate successor.
+    follower.child.kill('SIGTERM');
+    expect(await follower.exited).toBe(0);
+    expect(follower.output()).toContain('"msg":"stopped"');
+    expect(await leaseHolder()).toBeUndefined();
+  });
+
+  it('converges after being killed mid-rollout and restarted, with no duplicate or lost object', async () => {
+    const namespace = world.namespaces[1] ?? '';
+    const first = startAgentProcess('replica-c');
+    await eventually(
+      'a leader',
+      async () => ((await leaseHolder()) === 'replica-c' ? true : undefined),
+      30_000,
+    );
+    const deployment = await world.client.createDeployment(
+      app(world, 'midway', namespace, {
+        source_config: {
+          listener_id: world.listenerId,
+          listener_config: { k8s_namespace: namespace },
+          resource_spec: {
+            min_scale: 2,
+            max_scale: 4,
+            queue_cpu: 0.1,
+            db_storage_gi: 1,
+            kvstore_memory_mb: 32,
+          },
+        },
+      }),
+    );
+    // Kill it as soon as the first objects are written, well before the rollout completes.
+    await eventually(
+      'first objects written',
+      async () => (applies(first) > 0 ? true : undefined),
+      20_000,
+      20,
+    );
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const second = startAgentProcess('replica-c');
+    await waitForRevision(world, deployment, 'DEPLOYED', 90_000);
+    const selector = `${LABEL_DEPLOYMENT_ID}=${deployment.id}`;
+    const [deployments, statefulSets, services, secrets, autoscalers] = await Promise.all([
+      world.kube.apps.listNamespacedDeployment({ namespace, labelSelector: selector }),
+      world.kube.apps.listNamespacedStatefulSet({ namespace, labelSelector: selector }),
+      world.kube.core.listNamespacedService({ namespace, labelSelector: selector }),
+      world.kube.core.listNamespacedSecret({ namespace, labelSelector: selector }),
+      world.kube.config
+        .makeApiClient(k8s.AutoscalingV2Api)
+        .listNamespacedHorizontalPodAutoscaler({ namespace, labelSelector: selector }),
+    ]);
+    const tagged = (kind: string, items: { metadata?: { name?: string } }[]) =>
+      items.map((o) => `${kind}/${o.metadata?.name}`);
+    const names = [
+      ...tagged('Deployment', deployments.items),
+      ...tagged('StatefulSet', statefulSets.items),
+      ...tagged('Service', services.items),
+      ...tagged('Secret', secrets.items),
+      ...tagged('HorizontalPodAutoscaler', autoscalers.items),
+    ].sort();
+    // Each object exactly once; the queue (min = max) has no autoscaler.
+    expect(names).toEqual(
+      [
+        'Deployment/midway',
+        'Deployment/midway-queue',
+        'StatefulSet/midway-db',
+        'StatefulSet/midway-kvstore',
+        'Service/midway',
+        'Service/midway-db',
+        'Service/midway-kvstore',
+        'Secret/midway-db-credentials',
+        'Secret/midway-secrets',
+        'HorizontalPodAutoscaler/midway',
+      ].sort(),
+    );
+    // The credentials survive the restart: generated once, never regenerated.
+    expect(second.output()).not.toContain('midway-db-credentials","drift"');
+  });
+});
