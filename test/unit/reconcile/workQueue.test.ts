@@ -1,0 +1,104 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
+
+const logger = pino({ level: 'silent' });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const queue = (options: Partial<ConstructorParameters<typeof WorkQueue>[0]> = {}) =>
+  new WorkQueue({ concurrency: 2, backoffBaseMs: 10, backoffMaxMs: 80, maxKeys: 100, logger, ...options });
+
+describe('work queue', () => {
+  it('deduplicates keys waiting in the queue', async () => {
+    const q = queue({ concurrency: 1 });
+    const seen: string[] = [];
+    let release: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    q.start(async (key) => {
+      seen.push(key);
+      if (key === 'first') await blocked;
+    });
+    q.add('first');
+    for (let i = 0; i < 5; i++) q.add('a');
+    expect(q.length).toBe(1);
+    release();
+    await sleep(20);
+    expect(seen).toEqual(['first', 'a']);
+  });
+
+  it('never works on one key twice at once, and requeues a key added while it runs', async () => {
+    const q = queue({ concurrency: 4 });
+    let running = 0;
+    let maxRunning = 0;
+    let runs = 0;
+    q.start(async () => {
+      running++;
+      runs++;
+      maxRunning = Math.max(maxRunning, running);
+      await sleep(20);
+      running--;
+    });
+    q.add('k');
+    await sleep(5);
+    q.add('k');
+    q.add('k');
+    await sleep(80);
+    expect(maxRunning).toBe(1);
+    expect(runs).toBe(2);
+  });
+
+  it('bounds concurrency across keys', async () => {
+    const q = queue({ concurrency: 2 });
+    let running = 0;
+    let maxRunning = 0;
+    q.start(async () => {
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await sleep(10);
+      running--;
+    });
+    for (let i = 0; i < 10; i++) q.add(`k${i}`);
+    await sleep(100);
+    expect(maxRunning).toBe(2);
+  });
+
+  it('backs off exponentially per key, capped, and forgets on success', () => {
+    const q = queue({ random: () => 1 });
+    expect([1, 2, 3, 4, 5].map(() => q.addRateLimited('k'))).toEqual([10, 20, 40, 80, 80]);
+    expect(q.failures('k')).toBe(5);
+    q.forget('k');
+    expect(q.addRateLimited('k')).toBe(10);
+    expect(q.addRateLimited('other')).toBe(10);
+  });
+
+  it('cannot grow without bound', () => {
+    const dropped: string[] = [];
+    const q = queue({ maxKeys: 3, onDropped: (key) => dropped.push(key) });
+    expect(['a', 'b', 'c', 'd', 'e'].map((k) => q.add(k))).toEqual([true, true, true, false, false]);
+    expect(dropped).toEqual(['d', 'e']);
+    expect(q.length).toBe(3);
+  });
+
+  it('drains in-flight work on shutdown within the bound, and takes no new keys', async () => {
+    const q = queue();
+    let finished = 0;
+    q.start(async () => {
+      await sleep(30);
+      finished++;
+    });
+    q.add('a');
+    await sleep(5);
+    expect(await q.shutDown(1_000)).toBe(true);
+    expect(finished).toBe(1);
+    expect(q.add('b')).toBe(false);
+
+    const slow = queue();
+    slow.start(async () => {
+      await sleep(500);
+    });
+    slow.add('a');
+    await sleep(5);
+    expect(await slow.shutDown(20)).toBe(false);
+  });
+});
