@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 /** Room left for the longest suffix we append ("-db-credentials") and StatefulSet pod ordinals. */
 export const MAX_BASE_NAME = 40;
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 // Kubernetes' classic environment variable name rule (IsEnvVarName).
 const ENV_VAR_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
 const SECRET_KEY = /^[-._a-zA-Z0-9]+$/;
@@ -18,7 +19,8 @@ export function shortHash(value: string, length = 6): string {
  * so that it stays stable across runs and two deployments never share one.
  */
 export function baseName(deploymentName: string, deploymentId: string): string | undefined {
-  if (DNS1123_LABEL.test(deploymentName) && deploymentName.length <= MAX_BASE_NAME) return deploymentName;
+  // DNS-1035 (a leading letter), because Service names must be, and every name derives from it.
+  if (DNS1035_LABEL.test(deploymentName) && deploymentName.length <= MAX_BASE_NAME) return deploymentName;
   const normalised = deploymentName
     .toLowerCase()
     .normalize('NFKD')
@@ -28,7 +30,8 @@ export function baseName(deploymentName: string, deploymentId: string): string |
     .replace(/^-|-$/g, '');
   if (normalised === '') return undefined;
   const suffix = shortHash(deploymentId);
-  const head = normalised.slice(0, MAX_BASE_NAME - suffix.length - 1).replace(/-$/, '');
+  const lettered = /^[a-z]/.test(normalised) ? normalised : `app-${normalised}`;
+  const head = lettered.slice(0, MAX_BASE_NAME - suffix.length - 1).replace(/-$/, '');
   return `${head}-${suffix}`;
 }
 

@@ -6,7 +6,8 @@ import { config } from '../../support/renderFixtures.ts';
 import { breakage, listener, validDeployment } from '../../support/specArbitraries.ts';
 
 const cfg = config({ ingress: { className: 'nginx' } });
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+// DNS-1035: Services need a leading letter, and every name shares the deployment's base name.
+const DNS_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 describe('render properties', () => {
   it('renders every valid spec into well-formed, owned, deterministic objects', () => {

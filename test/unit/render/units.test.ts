@@ -36,6 +36,8 @@ describe('names', () => {
     ['agent_platform.v2', /^agent-platform-v2-[0-9a-f]{6}$/],
     ['a'.repeat(80), new RegExp(`^a{${MAX_BASE_NAME - 7}}-[0-9a-f]{6}$`)],
     ['--édition spéciale--', /^edition-speciale-[0-9a-f]{6}$/],
+    ['0', /^app-0-[0-9a-f]{6}$/],
+    ['2024 launch', /^app-2024-launch-[0-9a-f]{6}$/],
   ])('normalises %j with a stable hash of the id', (name, pattern) => {
     const first = baseName(name, id);
     expect(first).toMatch(pattern);
