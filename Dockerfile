@@ -8,7 +8,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npx tsc -p tsconfig.build.json
+RUN npm run build
 
 # Runtime: production dependencies and the compiled agent only, as a non-root user.
 FROM node:24-bookworm-slim
