@@ -1,0 +1,165 @@
+// The emulator over raw HTTP: the interface's limits and rules, errors, persistence.
+import { mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Deployment } from '../../../src/controlplane/schemas/index.ts';
+import { type RunningEmulator, startEmulator } from '../../../src/emulator/server.ts';
+import { EmulatorState } from '../../../src/emulator/state.ts';
+import { SEED_DEPLOYMENTS, SEED_LISTENER_ID, SEED_PATH } from '../../support/emulatorHarness.ts';
+
+let emulator: RunningEmulator | undefined;
+afterEach(async () => {
+  await emulator?.close();
+  emulator = undefined;
+});
+
+async function seeded(options: Parameters<typeof startEmulator>[0] = {}): Promise<RunningEmulator> {
+  emulator = await startEmulator({ seedPath: SEED_PATH, ...options });
+  return emulator;
+}
+
+async function call(
+  path: string,
+  init: RequestInit = {},
+): Promise<{
+  status: number;
+  body: { error?: { code: string; field?: string; message: string } } & Record<string, unknown>;
+  requestId: string | null;
+}> {
+  const response = await fetch(`${emulator?.url}${path}`, init);
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: text ? JSON.parse(text) : {},
+    requestId: response.headers.get('x-request-id'),
+  };
+}
+
+const json = (method: string, body: unknown): RequestInit => ({
+  method,
+  headers: { 'content-type': 'application/json' },
+  body: typeof body === 'string' ? body : JSON.stringify(body),
+});
+
+describe('emulator', () => {
+  it('ships a seed whose deployments all validate against the schemas', async () => {
+    const state = EmulatorState.parse(JSON.parse(await readFile(SEED_PATH, 'utf8')));
+    expect(state.deployments.map((d) => Deployment.safeParse(d.deployment).success)).toEqual([
+      true,
+      true,
+      true,
+    ]);
+    expect(state.listeners[0]?.id).toBe(SEED_LISTENER_ID);
+  });
+
+  it.each([
+    ['/v2/deployments?limit=0', 'limit'],
+    ['/v2/deployments?limit=101', 'limit'],
+    ['/v2/deployments?limit=ten', 'limit'],
+    ['/v2/deployments?offset=-1', 'offset'],
+    ['/v2/deployments?remote_reconciled=yes', 'remote_reconciled'],
+    ['/v2/deployments?status=GONE', 'status'],
+    ['/v2/deployments?deployment_type=staging', 'deployment_type'],
+    [`/v2/deployments/${SEED_DEPLOYMENTS.chatApi}/revisions?status=DONE`, 'status'],
+    [`/v2/deployments/${SEED_DEPLOYMENTS.chatApi}/revisions?limit=500`, 'limit'],
+    ['/v2/listeners?limit=0', 'limit'],
+  ])('answers %s with a 422 naming %s', async (path, field) => {
+    await seeded();
+    const { status, body } = await call(path);
+    expect([status, body.error?.code, body.error?.field]).toEqual([422, 'validation_error', field]);
+  });
+
+  it('pages with the documented offsets and a default limit', async () => {
+    await seeded();
+    const first = await call('/v2/deployments?limit=2');
+    expect([(first.body.resources as unknown[]).length, first.body.offset]).toEqual([2, 2]);
+    const rest = await call('/v2/deployments?limit=2&offset=2');
+    expect([(rest.body.resources as unknown[]).length, rest.body.offset]).toEqual([1, 3]);
+    const beyond = await call('/v2/deployments?offset=50');
+    expect([(beyond.body.resources as unknown[]).length, beyond.body.offset]).toEqual([0, 50]);
+  });
+
+  it('answers unknown ids 404, wrong methods 405, malformed JSON 400, big bodies 413, with a request id', async () => {
+    await seeded();
+    const missing = await call('/v2/deployments/00000000-0000-4000-8000-00000000dead/revisions');
+    expect([missing.status, missing.body.error?.code]).toEqual([404, 'not_found']);
+    expect(missing.requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await call('/v2/nowhere')).status).toBe(404);
+    expect((await call('/v2/listeners', { method: 'DELETE' })).status).toBe(405);
+    expect(
+      (await call(`/v2/deployments/${SEED_DEPLOYMENTS.chatApi}`, json('PATCH', '{"source_config": '))).status,
+    ).toBe(400);
+    expect(
+      (
+        await call(
+          '/v2/deployments',
+          json('POST', { name: 'x'.repeat(2 * 1024 * 1024), source: 'external_container' }),
+        )
+      ).status,
+    ).toBe(413);
+  });
+
+  it('refuses read-only fields in bodies, the same way everywhere', async () => {
+    await seeded();
+    for (const [path, method, body, field] of [
+      [`/v2/deployments/${SEED_DEPLOYMENTS.chatApi}`, 'PATCH', { status: 'READY' }, 'status'],
+      [`/v2/deployments/${SEED_DEPLOYMENTS.chatApi}`, 'PATCH', { source: 'repohost' }, 'source'],
+      ['/v2/deployments', 'POST', { name: 'n', source: 'external_container', id: 'mine' }, 'id'],
+      [
+        `/v2/listeners/${SEED_LISTENER_ID}`,
+        'PUT',
+        { compute_type: 'k8s', compute_id: 'local-dev', created_at: 'x' },
+        'created_at',
+      ],
+    ] as const) {
+      const { status, body: error } = await call(path, json(method, body));
+      expect([status, error.error?.field]).toEqual([422, field]);
+    }
+  });
+
+  it('ignores status reports about another listener’s deployments, and removes only AWAITING_DELETE ones', async () => {
+    const running = await seeded();
+    const other = await call('/v2/listeners', json('POST', { compute_type: 'k8s', compute_id: 'other' }));
+    const otherId = String(other.body.id);
+    const now = new Date().toISOString();
+    const report = (listener: string, deployment: string, extra: Record<string, unknown>) =>
+      call(
+        `/v2/listeners/${listener}/status-reports`,
+        json('POST', { reports: [{ deployment_id: deployment, observed_at: now, ...extra }] }),
+      );
+    expect((await report(otherId, SEED_DEPLOYMENTS.helloWeb, { deployment_status: 'READY' })).status).toBe(
+      204,
+    );
+    expect(
+      running.state().deployments.find((d) => d.deployment.id === SEED_DEPLOYMENTS.helloWeb)?.deployment
+        .status,
+    ).toBe('UNKNOWN');
+    await report(SEED_LISTENER_ID, SEED_DEPLOYMENTS.helloWeb, { deleted: true });
+    expect(running.state().deployments.map((d) => d.deployment.id)).toContain(SEED_DEPLOYMENTS.helloWeb);
+    await call(`/v2/deployments/${SEED_DEPLOYMENTS.helloWeb}`, { method: 'DELETE' });
+    await report(SEED_LISTENER_ID, SEED_DEPLOYMENTS.helloWeb, { deleted: true });
+    expect(running.state().deployments.map((d) => d.deployment.id)).not.toContain(SEED_DEPLOYMENTS.helloWeb);
+    // An invalid report is refused whole.
+    expect((await report(SEED_LISTENER_ID, 'not-a-uuid', {})).status).toBe(422);
+  });
+
+  it('persists its state and loads it back', async () => {
+    const statePath = join(await mkdtemp(join(tmpdir(), 'emulator-')), 'state.json');
+    await seeded({ statePath });
+    const created = await call(
+      '/v2/deployments',
+      json('POST', {
+        name: 'persisted',
+        source: 'external_container',
+        source_revision_config: { image_uri: 'x:1' },
+      }),
+    );
+    expect(created.status).toBe(201);
+    await emulator?.close();
+    emulator = await startEmulator({ statePath });
+    const listed = await call('/v2/deployments?name_contains=persisted');
+    expect((listed.body.resources as { id: string }[]).map((d) => d.id)).toEqual([created.body.id]);
+    expect(JSON.parse(await readFile(statePath, 'utf8')).deployments).toHaveLength(4);
+  });
+});
