@@ -4,6 +4,7 @@ import pRetry from 'p-retry';
 import type { Logger } from 'pino';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
+import { parseJsonOrUndefined } from '../jsonText.ts';
 import { ControlPlaneError } from './errors.ts';
 import { type Parsed, parseResource, safeParseResource } from './parse.ts';
 import { isRetryable, parseRetryAfter, type RetryPolicy, retryDelayMs } from './retryPolicy.ts';
@@ -362,7 +363,7 @@ export class ControlPlaneClient {
       'control-plane request',
     );
     if (status >= 400) {
-      const serverError = ErrorBody.safeParse(safeJson(text));
+      const serverError = ErrorBody.safeParse(parseJsonOrUndefined(text));
       const serverMessage = serverError.success ? serverError.data.error.message : undefined;
       const serverCode = serverError.success ? serverError.data.error.code : undefined;
       const detail = serverMessage ?? text.slice(0, MAX_ERROR_TEXT);
@@ -397,14 +398,6 @@ function seg(id: string): string {
 
 function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function isTimeout(error: unknown): boolean {

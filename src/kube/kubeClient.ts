@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
+import { parseJsonOrUndefined } from '../jsonText.ts';
 import type { KubeObject } from '../render/kubeObject.ts';
 import { FIELD_MANAGER } from '../render/ownership.ts';
 import {
@@ -401,7 +402,7 @@ export class KubeClient {
             },
             options: opts,
           });
-          const page = ListSchema.safeParse(parseJson(response.text));
+          const page = ListSchema.safeParse(parseJsonOrUndefined(response.text));
           if (!page.success)
             throw new KubeResponseError('list', formatRef(endpointRef(endpoint)), 'not a list');
           for (const item of page.data.items ?? []) items.push(this.#item(item, type, endpoint));
@@ -560,7 +561,7 @@ export class KubeClient {
   }
 
   #object(response: Response, verb: KubeVerb, endpoint: Endpoint): LiveKubeObject {
-    const parsed = LiveObjectSchema.safeParse(parseJson(response.text));
+    const parsed = LiveObjectSchema.safeParse(parseJsonOrUndefined(response.text));
     if (!parsed.success) {
       throw new KubeResponseError(verb, formatRef(endpointRef(endpoint)), 'not a Kubernetes object');
     }
@@ -585,7 +586,7 @@ export class KubeClient {
   }
 
   #watchEvent(line: string, type: ResourceType, endpoint: Endpoint, ref: string): RawWatchEvent {
-    const event = WatchEventSchema.safeParse(parseJson(line));
+    const event = WatchEventSchema.safeParse(parseJsonOrUndefined(line));
     if (!event.success) throw new KubeResponseError('watch', ref, 'not a watch event');
     if (event.data.type === 'ERROR') {
       const status = StatusSchema.safeParse(event.data.object);
@@ -772,7 +773,7 @@ function errorTarget(verb: KubeVerb, endpoint: Endpoint, objectName?: string) {
 }
 
 function statusError(call: Call, status: number, text: string): KubeApiError {
-  const parsed = StatusSchema.safeParse(parseJson(text));
+  const parsed = StatusSchema.safeParse(parseJsonOrUndefined(text));
   const body = parsed.success ? parsed.data : undefined;
   const causes: KubeStatusCause[] = (body?.details?.causes ?? []).map((cause) => ({
     field: cause.field,
@@ -794,14 +795,6 @@ function statusError(call: Call, status: number, text: string): KubeApiError {
     causes,
     retryAfterMs: retryAfter === undefined ? undefined : retryAfter * 1000,
   });
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 function isTimeout(error: unknown): boolean {

@@ -1,6 +1,7 @@
 // Keeps each deployment's inventory in a ConfigMap the agent owns, in the deployment's namespace,
 // so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
 import { z } from 'zod';
+import { parseJsonOrUndefined } from '../jsonText.ts';
 import type { KubeClient } from '../kube/index.ts';
 import type { KubeObject } from '../render/kubeObject.ts';
 import {
@@ -51,7 +52,7 @@ export class InventoryStore {
       });
       for (const item of items) {
         const parsed = StoredInventory.safeParse(
-          safeJson((item as { data?: Record<string, string> }).data?.inventory),
+          parseJsonOrUndefined((item as { data?: Record<string, string> }).data?.inventory),
         );
         if (!parsed.success) continue;
         const placed = { namespace, inventory: toInventory(parsed.data) };
@@ -113,13 +114,4 @@ function toInventory(stored: z.infer<typeof StoredInventory>): Inventory {
     revisionId: stored.revisionId,
     entries,
   };
-}
-
-function safeJson(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
 }

@@ -399,13 +399,17 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     );
     const kubeconfigPath = await writeKubeconfig(pki, runDir, server);
 
-    await launch('kube-controller-manager', [
+    // Both talk to the apiserver as admin and serve their own port on loopback only.
+    const componentFlags = async () => [
       `--kubeconfig=${kubeconfigPath}`,
       `--authentication-kubeconfig=${kubeconfigPath}`,
       `--authorization-kubeconfig=${kubeconfigPath}`,
       '--bind-address=127.0.0.1',
       `--secure-port=${await freePort()}`,
       '--leader-elect=false',
+    ];
+    await launch('kube-controller-manager', [
+      ...(await componentFlags()),
       '--controllers=*,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller,-node-ipam-controller',
       `--service-account-private-key-file=${join(pki, 'sa.key')}`,
       `--root-ca-file=${join(pki, 'ca.crt')}`,
@@ -415,14 +419,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       '--concurrent-gc-syncs=20',
       '--horizontal-pod-autoscaler-sync-period=60s',
     ]);
-    await launch('kube-scheduler', [
-      `--kubeconfig=${kubeconfigPath}`,
-      `--authentication-kubeconfig=${kubeconfigPath}`,
-      `--authorization-kubeconfig=${kubeconfigPath}`,
-      '--bind-address=127.0.0.1',
-      `--secure-port=${await freePort()}`,
-      '--leader-elect=false',
-    ]);
+    await launch('kube-scheduler', await componentFlags());
     await launch('kwok', [
       `--kubeconfig=${kubeconfigPath}`,
       '--manage-all-nodes=false',
