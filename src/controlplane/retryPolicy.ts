@@ -13,7 +13,7 @@ const TRANSIENT_STATUSES = new Set([408, 429, 502, 503, 504]);
 const NOT_PROCESSED_STATUSES = new Set([408, 429, 503]);
 
 /**
- * GET, PUT and DELETE are idempotent: any transient failure may be retried, 500 included.
+ * GET, PUT and DELETE are idempotent, so every transient failure may be retried, 500 included.
  * POST and PATCH may have taken effect before a failure (a PATCH that creates a revision,
  * a redeploy), so they are retried only when the request certainly was not processed:
  * the connection was refused, or the server answered 408/429/503.

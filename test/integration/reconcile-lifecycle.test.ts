@@ -87,6 +87,25 @@ describe('reconciling deployments', () => {
     expect([reported?.status, reported?.active_revision_id]).toEqual(['READY', web.latest_revision_id]);
     const deployment = await world.kube.apps.readNamespacedDeployment({ name: 'web', namespace: ns });
     expect(deployment.status?.availableReplicas).toBe(2);
+    // Operators see the same status in Kubernetes: an Event on the workload, an annotation on
+    // the deployment's inventory ConfigMap, and the metrics.
+    await eventually('RolloutComplete event', async () => {
+      const events = await world.kube.core.listNamespacedEvent({
+        namespace: ns,
+        fieldSelector: 'involvedObject.name=web,involvedObject.kind=Deployment',
+      });
+      return events.items.some((e) => e.reason === 'RolloutComplete') ? true : undefined;
+    });
+    const inventory = await world.kube.core.readNamespacedConfigMap({
+      name: `k8s-listener-inv-${web.id}`,
+      namespace: ns,
+    });
+    expect(JSON.parse(inventory.metadata?.annotations?.['k8s-listener.io/status'] ?? '{}')).toMatchObject({
+      revisionId: web.latest_revision_id,
+      status: 'DEPLOYED',
+    });
+    const gauge = await agent.metrics.registry.getSingleMetric('k8s_listener_deployments')?.get();
+    expect(gauge?.values.find((v) => v.labels.status === 'DEPLOYED')?.value).toBeGreaterThanOrEqual(1);
     // The generated database password is in the cluster, and only there.
     const credentials = await world.kube.core.readNamespacedSecret({
       name: 'web-db-credentials',
