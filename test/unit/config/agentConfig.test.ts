@@ -1,0 +1,67 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadAgentConfig } from '../../../src/config/agentConfig.ts';
+
+const LISTENER = '7c0e2a4e-4d7b-4c37-9a53-0f1f6a3e8b11';
+
+async function file(content: string): Promise<string> {
+  const path = join(await mkdtemp(join(tmpdir(), 'config-')), 'config.yaml');
+  await writeFile(path, content);
+  return path;
+}
+
+describe('agent configuration', () => {
+  it('reads the file, lets the environment and flags override it, and fills the defaults', async () => {
+    const path = await file(
+      `listenerId: ${LISTENER}\ncontrolPlane:\n  baseUrl: http://file.example.test\nreconcile:\n  pollIntervalMs: 5000\nrender:\n  ingress:\n    className: nginx\n`,
+    );
+    const config = await loadAgentConfig({
+      file: path,
+      env: {
+        K8S_LISTENER_CONTROL_PLANE_URL: 'http://env.example.test',
+        K8S_LISTENER_API_KEY: 'k',
+        K8S_LISTENER_NAMESPACES: 'a, b',
+        POD_NAME: 'pod-1',
+      },
+      overrides: { 'probes.port': 9191, kubeconfig: undefined },
+    });
+    expect(config.controlPlane).toMatchObject({
+      baseUrl: 'http://env.example.test',
+      apiKey: 'k',
+      timeoutMs: 10_000,
+    });
+    expect(config.namespaces).toEqual(['a', 'b']);
+    expect(config.reconcile.pollIntervalMs).toBe(5_000);
+    expect(config.reconcile.prune.keepDatabaseVolumes).toBe(true);
+    expect(config.render.ingress.className).toBe('nginx');
+    expect(config.render.database.image).toBe('postgres:17-alpine');
+    expect(config.probes.port).toBe(9191);
+  });
+
+  it('refuses an invalid configuration with a typed error naming every field, and no value', async () => {
+    const error = await loadAgentConfig({
+      env: {
+        K8S_LISTENER_LISTENER_ID: 'not-a-uuid',
+        K8S_LISTENER_API_KEY: 'sk-never-print',
+        LOG_LEVEL: 'loud',
+      },
+      overrides: { 'reconcile.concurrency': 0 },
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).fields).toEqual([
+      'listenerId',
+      'controlPlane.baseUrl',
+      'log.level',
+      'reconcile.concurrency',
+    ]);
+    expect((error as ConfigError).message).not.toContain('sk-never-print');
+  });
+
+  it('names a configuration file it cannot read', async () => {
+    await expect(loadAgentConfig({ file: '/nonexistent/config.yaml', env: {} })).rejects.toThrow(
+      'cannot read the configuration file /nonexistent/config.yaml',
+    );
+  });
+});
