@@ -269,6 +269,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   await mkdir(pki, { recursive: true });
   await mkdir(join(runDir, 'logs'), { recursive: true });
   const components: Component[] = [];
+  const reapers: ChildProcess[] = [];
   let provisioner: NodeJS.Timeout | undefined;
   let api: AdminApi | undefined;
   let stopped = false;
@@ -301,6 +302,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const stop = async () => {
     if (stopped) return;
     stopped = true;
+    for (const reaper of reapers) reaper.kill('SIGKILL');
     if (provisioner) clearInterval(provisioner);
     await api?.close();
     // Stop in reverse order of dependency: clients of the apiserver first, etcd last.
@@ -339,6 +341,22 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     });
     child.once('exit', () => void logFile.close().catch(() => {}));
     components.push({ name, process: child, logPath });
+    // Exit handlers cannot run when the runner is killed outright: a reaper outlives it and takes
+    // the component's process group down once the runner is gone.
+    const cleanup = options.runDir ? '' : `; rm -rf '${runDir}'`;
+    const reaper = spawn(
+      'sh',
+      [
+        '-c',
+        `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; kill -s KILL -- -${child.pid} 2>/dev/null${cleanup}`,
+      ],
+      {
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
+    reaper.unref();
+    reapers.push(reaper);
     log(`started ${name} (pid ${child.pid})`);
   };
   const failIfExited = () => {
