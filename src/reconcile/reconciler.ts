@@ -97,7 +97,7 @@ export class Reconciler {
         return this.#done(started, 'deleted');
       }
       if (entry.kind === 'invalid') {
-        this.#report(
+        await this.#report(
           deploymentId,
           undefined,
           {
