@@ -204,6 +204,34 @@ export class Agent {
     );
   }
 
+  /**
+   * Re-reads the listener each poll, so that namespaces taken off it are refused from the next
+   * render on. The watches keep the namespaces of the start; a namespace added needs a restart.
+   */
+  async #refreshListener(): Promise<boolean> {
+    const current = this.#listener;
+    if (!current) return false;
+    try {
+      const fresh = await this.#client.getListener(current.id);
+      const before = current.compute_config?.k8s_namespaces ?? [];
+      const after = fresh.compute_config?.k8s_namespaces ?? [];
+      if (before.join(',') !== after.join(',')) {
+        const added = after.filter((n) => !before.includes(n));
+        this.#log.warn(
+          { before, after },
+          added.length > 0
+            ? 'the listener namespaces changed; namespaces added are watched only after a restart'
+            : 'the listener namespaces changed; deployments outside them now fail with that reason',
+        );
+      }
+      this.#listener = fresh;
+      return before.join(',') !== after.join(',');
+    } catch (error) {
+      this.#log.warn({ err: error }, 'reading the listener failed; keeping the last one read');
+      return false;
+    }
+  }
+
   /** Records this agent's version on the listener (leader only: one writer to the control plane). */
   async #recordVersion(): Promise<void> {
     const listener = this.#listener;
@@ -254,7 +282,8 @@ export class Agent {
       logger: this.#o.logger,
       renderConfig: this.#o.render,
       config,
-      listener: () => listener,
+      // The latest listener read: a namespace taken off it stops being a valid target at once.
+      listener: () => this.#listener ?? listener,
       allowedNamespaces: this.#o.allowedNamespaces,
     });
     const poller = new Poller({
@@ -303,8 +332,11 @@ export class Agent {
     const schedulePoll = (delayMs: number) => {
       if (stopped) return;
       pollTimer = setTimeout(() => {
-        polling = poller
-          .pollOnce()
+        polling = this.#refreshListener()
+          .then((changed) => {
+            if (changed) for (const id of desired.ids()) queue.add(id);
+            return poller.pollOnce();
+          })
           .then(
             () => undefined,
             (error: unknown) => log.error({ err: error }, 'poll failed'),

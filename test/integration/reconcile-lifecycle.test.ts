@@ -257,4 +257,18 @@ describe('reconciling deployments', () => {
       status: 404,
     });
   });
+
+  it('fails, but keeps, a deployment whose namespace is taken off the listener', async () => {
+    const listener = await world.client.getListener(world.listenerId);
+    const good = (await world.client.listAllDeployments({ name_contains: 'good' })).items[0];
+    if (!good) throw new Error('no deployment named good');
+    await world.client.putListener(world.listenerId, {
+      compute_type: listener.compute_type,
+      compute_id: listener.compute_id,
+      compute_config: { k8s_namespaces: [ns] },
+    });
+    await waitForRevision(world, good, 'DEPLOY_FAILED');
+    // Nothing deleted: the objects stay until the control plane deletes the deployment.
+    expect(await objectsOf(good.id, other)).toContain('Deployment/good');
+  });
 });
