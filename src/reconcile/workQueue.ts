@@ -22,7 +22,7 @@ export class WorkQueue {
   /** Added again while being processed: requeued once it finishes. */
   readonly #dirty = new Set<string>();
   readonly #failures = new Map<string, number>();
-  readonly #timers = new Map<string, NodeJS.Timeout>();
+  readonly #timers = new Map<string, { readonly timer: NodeJS.Timeout; readonly due: number }>();
   readonly #idle: (() => void)[] = [];
   #worker: Worker | undefined;
   #shuttingDown = false;
@@ -63,14 +63,18 @@ export class WorkQueue {
       this.add(key);
       return;
     }
+    const due = Date.now() + delayMs;
     const existing = this.#timers.get(key);
-    if (existing) return;
+    if (existing) {
+      if (existing.due <= due) return;
+      clearTimeout(existing.timer);
+    }
     const timer = setTimeout(() => {
       this.#timers.delete(key);
       this.add(key);
     }, delayMs);
     timer.unref();
-    this.#timers.set(key, timer);
+    this.#timers.set(key, { timer, due });
   }
 
   /** Queues a key after its next exponential, jittered backoff. */
@@ -104,7 +108,7 @@ export class WorkQueue {
   /** Stops taking keys, drops delayed ones, and waits (at most `drainMs`) for in-flight work. */
   async shutDown(drainMs: number): Promise<boolean> {
     this.#shuttingDown = true;
-    for (const timer of this.#timers.values()) clearTimeout(timer);
+    for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     this.#queue.length = 0;
     this.#queued.clear();

@@ -101,4 +101,19 @@ describe('work queue', () => {
     await sleep(5);
     expect(await slow.shutDown(20)).toBe(false);
   });
+
+  it('lets a shorter delay for a pending key win over a longer one', async () => {
+    const q = queue();
+    const seen: number[] = [];
+    const started = Date.now();
+    q.start(async () => {
+      seen.push(Date.now() - started);
+    });
+    q.addAfter('k', 1_000);
+    q.addAfter('k', 20);
+    q.addAfter('k', 500);
+    await sleep(150);
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toBeLessThan(150);
+  });
 });
