@@ -506,10 +506,19 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   }
 }
 
-/** Runs build.sh (a no-op when the binaries are cached) and returns the bin directory. */
+/**
+ * Runs build.sh (a no-op when the binaries are cached) and returns the bin directory. Its progress
+ * goes to this process's stderr: a first build takes minutes and should say what it is doing.
+ */
 export async function ensureClusterBinaries(): Promise<string> {
   const script = new URL('./build.sh', import.meta.url).pathname;
-  const { stdout } = await execFileAsync('bash', [script], { maxBuffer: 16 * 1024 * 1024 });
+  const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  if (code !== 0) throw new ClusterStartError(`test/cluster/build.sh failed with exit code ${code}`);
   const binDir = stdout.trim().split('\n').at(-1);
   if (!binDir) throw new ClusterStartError('build.sh printed no bin directory');
   return binDir;
