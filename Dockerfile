@@ -1,23 +1,47 @@
 # syntax=docker/dockerfile:1
-# Build: compile TypeScript with the full dev toolchain.
+# The image runs the npm package, built by the same steps test/integration/package.test.ts
+# proves: `npm pack` (prepack compiles to dist) and a production-only install of the tarball.
+
+# 1. Build: the full dev toolchain, then the package tarball (compiled JavaScript + the seed).
 FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
-# The `node` devDependency only pins Node for machines whose system Node is older; the base
-# image already is Node 24, so its install script is skipped here.
+# The `node` devDependency only pins Node on machines whose system Node is older; the base
+# image is Node 24, so install scripts are skipped (npm pack still runs prepack below).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+RUN npm pack --pack-destination /tmp && mv /tmp/k8s-listener-*.tgz /tmp/k8s-listener.tgz
 
-# Runtime: production dependencies and the compiled agent only, as a non-root user.
+# 2. Install: the tarball's files with production dependencies only, at the lockfile's versions.
+FROM node:24-bookworm-slim AS install
+WORKDIR /app
+COPY --from=build /tmp/k8s-listener.tgz /tmp/k8s-listener.tgz
+COPY package-lock.json ./
+RUN tar -xzf /tmp/k8s-listener.tgz --strip-components=1 \
+ && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && rm -f package-lock.json
+
+# 3. Runtime: Node 24 and the installed package; nothing else of the build, no npm.
 FROM node:24-bookworm-slim
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+LABEL org.opencontainers.image.title="k8s-listener" \
+      org.opencontainers.image.description="Kubernetes listener agent of the deployment management service" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}"
+# npm is not needed to run the agent; removing it removes its dependencies' attack surface.
+RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
+      /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
-COPY --from=build /src/dist ./dist
+COPY --from=install --chown=0:0 /app ./
+# Numeric, so runAsNonRoot can verify it; the files stay root-owned and read-only to the agent,
+# which writes nothing to disk (logs go to stdout): readOnlyRootFilesystem works as is.
 USER 1000:1000
 EXPOSE 9090
-ENTRYPOINT ["node", "--enable-source-maps", "dist/cli/main.js"]
+# Exec form: node is PID 1 and receives SIGTERM itself; `run` drains, releases its Lease and
+# exits 0. The agent starts no child processes, so there are none to reap.
+ENTRYPOINT ["node", "--enable-source-maps", "/app/dist/cli/main.js"]
 CMD ["run"]

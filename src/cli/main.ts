@@ -5,6 +5,9 @@ const USAGE = `Usage: k8s-listener <command> [options]
 
 Commands:
   run        run the agent (registers, polls, applies, prunes, reports)
+  status     where each deployment stands (exit 0 deployed, 1 failed, 3 rolling out)
+  check      preflight: configuration, control plane, listener, namespaces, permissions, version
+  diff       what run would change: a unified diff per object (dry-run apply), and the prunes
   render     print the Kubernetes objects of one deployment as YAML
   emulator   run the control-plane emulator
   version    print the version
@@ -16,6 +19,9 @@ type Command = (argv: readonly string[]) => Promise<number>;
 
 const commands: Record<string, () => Promise<Command>> = {
   run: async () => (await import('./run.ts')).runAgentCommand,
+  status: async () => (await import('./status.ts')).runStatusCommand,
+  check: async () => (await import('./check.ts')).runCheckCommand,
+  diff: async () => (await import('./diff.ts')).runDiffCommand,
   render: async () => (await import('./render.ts')).runRenderCommand,
   emulator: async () => (await import('./emulator.ts')).runEmulatorCommand,
   version: async () => async () => {

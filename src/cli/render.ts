@@ -3,6 +3,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml, stringify } from 'yaml';
+import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
 import { createLogger } from './logger.ts';
@@ -15,8 +16,10 @@ Prints the Kubernetes objects the agent would apply for one deployment, as YAML 
   --file FILE           a deployment as JSON or YAML, or {deployment, revision, listener}
   --listener-file FILE  the listener (default: one that allows the deployment's namespace)
   --id ID               read the deployment, its latest revision and its listener from the
-                        control plane (API key from K8S_LISTENER_API_KEY)
-  --config FILE         agent configuration (its "render" section is used)
+                        control plane (API key from K8S_LISTENER_API_KEY, or a file
+                        named by K8S_LISTENER_API_KEY_FILE)
+  --config FILE         agent configuration (its "render" section is used; unknown keys
+                        anywhere in it are refused, as at the agent's start)
 Exit status: 0 rendered, 1 the deployment is invalid (every problem is listed), 2 usage.
 `;
 
@@ -37,9 +40,10 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
     process.stdout.write(RENDER_USAGE);
     return values.help ? 0 : 2;
   }
-  const fileConfig = values.config ? await readStructured(values.config) : {};
-  const renderSection = isRecord(fileConfig) && isRecord(fileConfig.render) ? fileConfig.render : {};
-  const config = RenderConfig.parse(renderSection);
+  // The same strictness and messages as the agent's own start: an unknown key anywhere is refused.
+  const config = values.config
+    ? parseRenderSection(await readConfigDocument(values.config), values.config)
+    : RenderConfig.parse({});
   const allowedNamespaces = values['allow-namespaces']
     ?.split(',')
     .map((n) => n.trim())
@@ -89,6 +93,7 @@ async function renderRemote(
   const client = new ControlPlaneClient({
     baseUrl,
     apiKey: process.env.K8S_LISTENER_API_KEY || undefined,
+    apiKeyFile: process.env.K8S_LISTENER_API_KEY_FILE || undefined,
     logger: createLogger('warn'),
   });
   try {

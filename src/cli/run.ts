@@ -1,30 +1,25 @@
 // `k8s-listener run`: the agent's main job. Exits 0 after a graceful shutdown on SIGTERM/SIGINT.
 import { parseArgs } from 'node:util';
-import { loadAgentConfig } from '../config/agentConfig.ts';
+import type { AgentConfig } from '../config/agentConfig.ts';
 import { Agent } from '../reconcile/agent.ts';
 import { createMetrics } from '../report/metrics.ts';
 import { AGENT_VERSION } from '../version.ts';
+import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, loadConfigFromFlags } from './configFlags.ts';
 import { createLogger } from './logger.ts';
 import { startProbeServer } from './probeServer.ts';
 
-export const RUN_USAGE = `Usage: k8s-listener run [--config FILE] [--listener-id ID] [--control-plane URL]
-                        [--kubeconfig FILE] [--namespaces a,b] [--metrics-port 9090]
+export const RUN_USAGE = `Usage: k8s-listener run [options] [--metrics-port 9090]
 
 Registers with the control plane as the given listener and keeps its deployments converged.
-Environment: K8S_LISTENER_API_KEY (the API key), K8S_LISTENER_LISTENER_ID,
-K8S_LISTENER_CONTROL_PLANE_URL, K8S_LISTENER_TENANT_ID, K8S_LISTENER_NAMESPACES,
-K8S_LISTENER_KUBECONFIG, POD_NAME, POD_NAMESPACE, LOG_LEVEL.
+${CONFIG_FLAGS_USAGE}
+Environment also: K8S_LISTENER_TENANT_ID, K8S_LISTENER_API_KEY_FILE, POD_NAME, POD_NAMESPACE.
 `;
 
 export async function runAgentCommand(argv: readonly string[]): Promise<number> {
   const { values } = parseArgs({
     args: [...argv],
     options: {
-      config: { type: 'string' },
-      'listener-id': { type: 'string' },
-      'control-plane': { type: 'string' },
-      kubeconfig: { type: 'string' },
-      namespaces: { type: 'string' },
+      ...CONFIG_FLAGS,
       'metrics-port': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -33,20 +28,10 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
     process.stdout.write(RUN_USAGE);
     return 0;
   }
-  const config = await loadAgentConfig({
-    file: values.config,
-    overrides: {
-      listenerId: values['listener-id'],
-      'controlPlane.baseUrl': values['control-plane'],
-      kubeconfig: values.kubeconfig,
-      namespaces: values.namespaces
-        ?.split(',')
-        .map((n) => n.trim())
-        .filter(Boolean),
-      'probes.port': values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']),
-    },
+  const config = await loadConfigFromFlags(values, {
+    'probes.port': values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']),
   });
-  const logger = createLogger(config.log.level);
+  const logger = createLogger(config.log.level, { format: config.log.format });
   const metrics = createMetrics();
   const agent = new Agent({
     listenerId: config.listenerId,
@@ -77,16 +62,25 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
     'k8s-listener starting',
   );
 
+  // Wired before registration, which retries while the control plane is unreachable: a SIGTERM
+  // then ends it (and every wait) at once.
+  const shutdown = new AbortController();
   const stopped = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
+    const on = (name: string) => () => {
+      shutdown.abort(new Error(`${name} received`));
+      resolve(name);
+    };
+    process.once('SIGTERM', on('SIGTERM'));
+    process.once('SIGINT', on('SIGINT'));
   });
   try {
-    await agent.start();
+    await agent.start(shutdown.signal);
   } catch (error) {
     await probes.close();
     await agent.stop();
-    throw error;
+    if (!shutdown.signal.aborted) throw error;
+    logger.info({ signal: await stopped }, 'signal received while registering; stopped');
+    return 0;
   }
   const signal = await stopped;
   logger.info({ signal }, 'signal received');
@@ -95,9 +89,10 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
   return 0;
 }
 
-function optional(controlPlane: { apiKey?: string | undefined; tenantId?: string | undefined }) {
+function optional(controlPlane: AgentConfig['controlPlane']) {
   return {
     ...(controlPlane.apiKey ? { apiKey: controlPlane.apiKey } : {}),
+    ...(controlPlane.apiKeyFile ? { apiKeyFile: controlPlane.apiKeyFile } : {}),
     ...(controlPlane.tenantId ? { tenantId: controlPlane.tenantId } : {}),
   };
 }

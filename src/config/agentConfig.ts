@@ -1,5 +1,6 @@
 // The agent's configuration: a file (the Helm chart's ConfigMap), overridden by environment
-// variables and flags. Invalid configuration is a typed error naming the field.
+// variables and flags. Invalid configuration is a typed error naming the field; every section is
+// strict, so a misspelled key is refused (with its nearest valid key), never silently ignored.
 
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -8,12 +9,15 @@ import { z } from 'zod';
 import { formatPath } from '../controlplane/parse.ts';
 import { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../render/renderConfig.ts';
+import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 
-export const AgentConfig = z.object({
+export const AgentConfig = z.strictObject({
   listenerId: z.guid(),
-  controlPlane: z.object({
+  controlPlane: z.strictObject({
     baseUrl: z.url({ protocol: /^https?$/ }),
     apiKey: z.string().min(1).optional(),
+    /** A file holding the API key (a mounted Secret), read again when it changes. */
+    apiKeyFile: z.string().min(1).optional(),
     tenantId: z.string().min(1).optional(),
     timeoutMs: z.number().int().positive().default(10_000),
   }),
@@ -30,23 +34,42 @@ export const AgentConfig = z.object({
     .min(1)
     .default(() => process.env.POD_NAMESPACE || 'default'),
   log: z
-    .object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info') })
+    .strictObject({
+      level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
+      /** auto: human-readable lines when stdout is a terminal, JSON lines otherwise. */
+      format: z.enum(['json', 'pretty', 'auto']).default('auto'),
+    })
     .prefault({}),
   probes: z
-    .object({ host: z.string().default('0.0.0.0'), port: z.number().int().min(0).max(65535).default(9090) })
+    .strictObject({
+      host: z.string().default('0.0.0.0'),
+      port: z.number().int().min(0).max(65535).default(9090),
+    })
     .prefault({}),
   render: RenderConfig.prefault({}),
   reconcile: ReconcileConfig.prefault({}),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
+/** A key the schema does not know, and the valid key it was most likely meant to be. */
+export interface UnknownKey {
+  readonly path: string;
+  readonly suggestion: string | undefined;
+}
+
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
   readonly code = 'CONFIG_INVALID';
   readonly fields: readonly string[];
-  constructor(message: string, fields: readonly string[], options?: { cause?: unknown }) {
-    super(message, options);
+  readonly unknownKeys: readonly UnknownKey[];
+  constructor(
+    message: string,
+    fields: readonly string[],
+    options?: { cause?: unknown; unknownKeys?: readonly UnknownKey[] },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.fields = fields;
+    this.unknownKeys = options?.unknownKeys ?? [];
   }
 }
 
@@ -62,6 +85,7 @@ const ENV_PATHS: readonly [string, readonly string[], (v: string) => unknown][] 
   ['K8S_LISTENER_LISTENER_ID', ['listenerId'], (v) => v],
   ['K8S_LISTENER_CONTROL_PLANE_URL', ['controlPlane', 'baseUrl'], (v) => v],
   ['K8S_LISTENER_API_KEY', ['controlPlane', 'apiKey'], (v) => v],
+  ['K8S_LISTENER_API_KEY_FILE', ['controlPlane', 'apiKeyFile'], (v) => v],
   ['K8S_LISTENER_TENANT_ID', ['controlPlane', 'tenantId'], (v) => v],
   [
     'K8S_LISTENER_NAMESPACES',
@@ -77,19 +101,7 @@ const ENV_PATHS: readonly [string, readonly string[], (v: string) => unknown][] 
 ];
 
 export async function loadAgentConfig(sources: ConfigSources): Promise<AgentConfig> {
-  let base: Record<string, unknown> = {};
-  if (sources.file) {
-    let text: string;
-    try {
-      text = await readFile(sources.file, 'utf8');
-    } catch (cause) {
-      throw new ConfigError(`cannot read the configuration file ${sources.file}`, [], { cause });
-    }
-    const parsed: unknown = parseYaml(text);
-    if (parsed !== null && typeof parsed !== 'object')
-      throw new ConfigError(`${sources.file} is not a mapping`, []);
-    base = (parsed ?? {}) as Record<string, unknown>;
-  }
+  const base = sources.file ? await readConfigDocument(sources.file) : {};
   const env = sources.env ?? process.env;
   for (const [name, path, convert] of ENV_PATHS) {
     const value = env[name];
@@ -99,15 +111,86 @@ export async function loadAgentConfig(sources: ConfigSources): Promise<AgentConf
     if (value !== undefined) setPath(base, key.split('.'), value);
   }
   const result = AgentConfig.safeParse(base);
-  if (!result.success) {
-    const fields = result.error.issues.map((issue) => formatPath(issue.path));
-    // Messages name fields and rules, never values (the API key is one).
-    const detail = result.error.issues
-      .map((issue) => `${formatPath(issue.path)}: ${issue.message}`)
-      .join('; ');
-    throw new ConfigError(`invalid configuration: ${detail}`, fields);
+  if (!result.success) throw configError(result.error.issues, sources.file);
+  const { apiKey, apiKeyFile } = result.data.controlPlane;
+  if (apiKey !== undefined && apiKeyFile !== undefined) {
+    throw new ConfigError(
+      'invalid configuration: controlPlane.apiKey and controlPlane.apiKeyFile are mutually exclusive (K8S_LISTENER_API_KEY sets controlPlane.apiKey)',
+      ['controlPlane.apiKey', 'controlPlane.apiKeyFile'],
+    );
   }
   return result.data;
+}
+
+/** A configuration file as a mapping (an empty file is an empty mapping). */
+export async function readConfigDocument(file: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (cause) {
+    throw new ConfigError(`cannot read the configuration file ${file}`, [], { cause });
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (cause) {
+    throw new ConfigError(`${file} is not valid YAML`, [], { cause });
+  }
+  if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed)))
+    throw new ConfigError(`${file} is not a mapping`, []);
+  return (parsed ?? {}) as Record<string, unknown>;
+}
+
+/**
+ * The render section of an agent configuration document, for commands that only render: the whole
+ * document is held to the same strictness (an unknown key anywhere is refused, with the same
+ * message as at the agent's start), but the settings render does not use may be absent.
+ */
+export function parseRenderSection(document: Record<string, unknown>, file?: string): RenderConfig {
+  const whole = AgentConfig.safeParse(document);
+  const issues = whole.success
+    ? []
+    : whole.error.issues.filter((issue) => issue.code === 'unrecognized_keys' || issue.path[0] === 'render');
+  if (issues.length > 0) throw configError(issues, file);
+  const render = RenderConfig.safeParse(document.render ?? {});
+  if (!render.success) throw configError(render.error.issues, file, ['render']);
+  return render.data;
+}
+
+const VALID_KEY_PATHS = schemaKeyPaths(AgentConfig);
+
+/** One error for every problem: unknown keys first, each with its nearest valid key. */
+function configError(
+  issues: readonly z.core.$ZodIssue[],
+  file: string | undefined,
+  prefix: readonly PropertyKey[] = [],
+): ConfigError {
+  const unknownKeys: UnknownKey[] = [];
+  const others: string[] = [];
+  const otherFields: string[] = [];
+  for (const issue of issues) {
+    const path = [...prefix, ...issue.path];
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const keyPath = formatPath([...path, key]);
+        unknownKeys.push({ path: keyPath, suggestion: suggestKey(keyPath, VALID_KEY_PATHS) });
+      }
+    } else {
+      // Messages name fields and rules, never values (the API key is one).
+      others.push(`${formatPath(path)}: ${issue.message}`);
+      otherFields.push(formatPath(path));
+    }
+  }
+  const detail = [
+    ...unknownKeys.map(
+      ({ path, suggestion }) => `unknown key ${path}${suggestion ? ` (did you mean ${suggestion}?)` : ''}`,
+    ),
+    ...others,
+  ].join('; ');
+  const fields = [...unknownKeys.map((key) => key.path), ...otherFields];
+  return new ConfigError(`invalid configuration${file ? ` in ${file}` : ''}: ${detail}`, fields, {
+    unknownKeys,
+  });
 }
 
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {

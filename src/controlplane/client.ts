@@ -2,9 +2,12 @@
 // transient failures, validated responses, and paginated listings that are complete or throw.
 import pRetry from 'p-retry';
 import type { Logger } from 'pino';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
+import { sleep } from '../sleep.ts';
+import { ApiKeyFile, type ApiKeySource, fixedApiKey } from './apiKey.ts';
 import { ControlPlaneError } from './errors.ts';
 import { type Parsed, parseResource, safeParseResource } from './parse.ts';
 import { isRetryable, parseRetryAfter, type RetryPolicy, retryDelayMs } from './retryPolicy.ts';
@@ -28,6 +31,10 @@ import {
 export const ControlPlaneClientConfig = z.object({
   baseUrl: z.url({ protocol: /^https?$/ }),
   apiKey: z.string().min(1).optional(),
+  /** A file holding the API key (a mounted Secret), read again when it changes; excludes apiKey. */
+  apiKeyFile: z.string().min(1).optional(),
+  /** How often, at most, the key file is looked at when no change was signalled. */
+  apiKeyFileCheckMs: z.number().int().min(10).default(1_000),
   tenantId: z.string().min(1).optional(),
   /** Per attempt, covering connect, headers and body. */
   timeoutMs: z.number().int().positive().default(10_000),
@@ -46,9 +53,13 @@ export type ControlPlaneClientConfigInput = z.input<typeof ControlPlaneClientCon
 
 export interface ControlPlaneClientOptions extends ControlPlaneClientConfigInput {
   readonly logger: Logger;
+  /** Where the key comes from, instead of apiKey or apiKeyFile (the client closes it). */
+  readonly apiKeySource?: ApiKeySource;
   /** For tests; by default the client owns one keep-alive pool. */
   readonly dispatcher?: Dispatcher;
   readonly userAgent?: string;
+  /** Where the request metrics are registered; no metrics when absent. */
+  readonly registry?: Registry;
 }
 
 export interface DeploymentFilter {
@@ -79,9 +90,66 @@ export interface CompleteListing<T> {
 
 type Query = Record<string, string | number | boolean | readonly string[] | undefined>;
 
+/** A request path and the template it was made from: metrics carry the template, never an id. */
+interface Route {
+  readonly template: string;
+  readonly path: string;
+}
+
+/** Fills `{name}` placeholders with URL-encoded values. */
+function route(template: string, params: Record<string, string> = {}): Route {
+  const path = template.replace(/\{(\w+)\}/g, (_, name: string) => {
+    const value = params[name];
+    if (value === undefined) throw new Error(`route ${template}: no value for {${name}}`);
+    return encodeURIComponent(value);
+  });
+  return { template, path };
+}
+
+interface RequestMetrics {
+  readonly requests: Counter<'endpoint' | 'method' | 'code'>;
+  readonly duration: Histogram<'endpoint' | 'method'>;
+}
+
+const REQUESTS_METRIC = 'k8s_listener_control_plane_requests_total';
+const DURATION_METRIC = 'k8s_listener_control_plane_request_duration_seconds';
+
+/** One set per registry: several clients (the agent's, a command's) share the series. */
+function requestMetrics(registry: Registry): RequestMetrics {
+  const requests = registry.getSingleMetric(REQUESTS_METRIC);
+  const duration = registry.getSingleMetric(DURATION_METRIC);
+  if (requests instanceof Counter && duration instanceof Histogram)
+    return {
+      requests: requests as Counter<'endpoint' | 'method' | 'code'>,
+      duration: duration as Histogram<'endpoint' | 'method'>,
+    };
+  return {
+    requests: new Counter({
+      name: REQUESTS_METRIC,
+      help: 'Control-plane HTTP requests (each attempt) by endpoint template, method and status code, or error when no response came',
+      labelNames: ['endpoint', 'method', 'code'],
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: DURATION_METRIC,
+      help: 'Duration of control-plane HTTP requests (each attempt) by endpoint template and method',
+      labelNames: ['endpoint', 'method'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+  };
+}
+
 interface SendOptions {
   readonly query?: Query;
   readonly body?: unknown;
+  /** Cancels the request and its retries (a shutdown, a lost lease). */
+  readonly signal?: AbortSignal | undefined;
+}
+
+/** Per-call options of the reading calls the agent makes in its loops. */
+export interface CallOptions {
+  readonly signal?: AbortSignal | undefined;
 }
 
 const PageEnvelope = z.object({ resources: z.array(z.unknown()), offset: z.number().int().nonnegative() });
@@ -97,12 +165,23 @@ export class ControlPlaneClient {
   readonly #ownsDispatcher: boolean;
   readonly #base: string;
   readonly #userAgent: string;
+  readonly #apiKey: ApiKeySource;
+  readonly #metrics: RequestMetrics | undefined;
   #closed = false;
 
   constructor(options: ControlPlaneClientOptions) {
-    const { logger, dispatcher, userAgent, ...config } = options;
+    const { logger, dispatcher, userAgent, registry, apiKeySource, ...config } = options;
+    this.#metrics = registry === undefined ? undefined : requestMetrics(registry);
     this.#config = ControlPlaneClientConfig.parse(config);
     this.#logger = logger.child({ component: 'controlplane-client' });
+    const { apiKey, apiKeyFile, apiKeyFileCheckMs } = this.#config;
+    if ([apiKey, apiKeyFile, apiKeySource].filter((k) => k !== undefined).length > 1)
+      throw new TypeError('apiKey, apiKeyFile and apiKeySource are mutually exclusive');
+    this.#apiKey =
+      apiKeySource ??
+      (apiKeyFile === undefined
+        ? fixedApiKey(apiKey)
+        : new ApiKeyFile({ path: apiKeyFile, checkIntervalMs: apiKeyFileCheckMs, logger }));
     this.#base = this.#config.baseUrl.replace(/\/+$/, '');
     this.#userAgent = userAgent ?? 'k8s-listener';
     this.#ownsDispatcher = dispatcher === undefined;
@@ -116,7 +195,7 @@ export class ControlPlaneClient {
   async getOAuthProvider(providerId: string): Promise<OAuthProvider> {
     return parseResource(
       OAuthProvider,
-      await this.#json('GET', `/v2/auth/providers/${seg(providerId)}`),
+      await this.#json('GET', route('/v2/auth/providers/{provider_id}', { provider_id: providerId })),
       'oauth provider',
     );
   }
@@ -124,44 +203,64 @@ export class ControlPlaneClient {
   async listOAuthProviders(): Promise<OAuthProvider[]> {
     return parseResource(
       z.array(OAuthProvider),
-      await this.#json('GET', '/v2/auth/providers'),
+      await this.#json('GET', route('/v2/auth/providers')),
       'oauth provider list',
     );
   }
 
   async listRepohostRepositories(integrationId: string): Promise<Repository[]> {
-    const body = await this.#json('GET', `/v1/integrations/repohost/${seg(integrationId)}/repos`);
+    const body = await this.#json(
+      'GET',
+      route('/v1/integrations/repohost/{integration_id}/repos', { integration_id: integrationId }),
+    );
     return parseResource(z.array(Repository), body, 'repository list', integrationId);
   }
 
   async listHostedRepohostRepositories(integrationId: string): Promise<Repository[]> {
-    const body = await this.#json('GET', `/v1/integrations/hosted/repohost/${seg(integrationId)}/repos`);
+    const body = await this.#json(
+      'GET',
+      route('/v1/integrations/hosted/repohost/{integration_id}/repos', { integration_id: integrationId }),
+    );
     return parseResource(z.array(Repository), body, 'repository list', integrationId);
   }
 
   async listAgentConnections(agentId: string): Promise<AgentConnection[]> {
-    const body = await this.#json('GET', `/v2/auth/agents/${seg(agentId)}/connections`);
+    const body = await this.#json(
+      'GET',
+      route('/v2/auth/agents/{agent_id}/connections', { agent_id: agentId }),
+    );
     return parseResource(AgentConnectionList, body, 'agent connection list', agentId).data;
   }
 
   // --- Deployments and revisions (§4.6–4.9, plus create and delete)
 
   async createDeployment(body: DeploymentCreate): Promise<Deployment> {
-    return parseResource(Deployment, await this.#json('POST', '/v2/deployments', { body }), 'deployment');
+    return parseResource(
+      Deployment,
+      await this.#json('POST', route('/v2/deployments'), { body }),
+      'deployment',
+    );
   }
 
   async patchDeployment(deploymentId: string, patch: DeploymentPatch): Promise<Deployment> {
-    const body = await this.#json('PATCH', `/v2/deployments/${seg(deploymentId)}`, { body: patch });
+    const body = await this.#json(
+      'PATCH',
+      route('/v2/deployments/{deployment_id}', { deployment_id: deploymentId }),
+      { body: patch },
+    );
     return parseResource(Deployment, body, 'deployment', deploymentId);
   }
 
   /** Marks the deployment AWAITING_DELETE; the listener removes its objects and reports it deleted. */
   async deleteDeployment(deploymentId: string): Promise<void> {
-    await this.#send('DELETE', `/v2/deployments/${seg(deploymentId)}`);
+    await this.#send('DELETE', route('/v2/deployments/{deployment_id}', { deployment_id: deploymentId }));
   }
 
   async redeployRevision(deploymentId: string, revisionId: string): Promise<Deployment> {
-    const path = `/v2/deployments/${seg(deploymentId)}/revisions/${seg(revisionId)}/redeploy`;
+    const path = route('/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy', {
+      deployment_id: deploymentId,
+      revision_id: revisionId,
+    });
     return parseResource(
       Deployment,
       await this.#json('POST', path, { body: {} }),
@@ -170,82 +269,105 @@ export class ControlPlaneClient {
     );
   }
 
-  deployments(filter: DeploymentFilter = {}): AsyncGenerator<Parsed<Deployment>> {
-    return this.#paginate('/v2/deployments', { ...filter }, Deployment, 'deployment');
+  deployments(filter: DeploymentFilter = {}, options: CallOptions = {}): AsyncGenerator<Parsed<Deployment>> {
+    return this.#paginate(route('/v2/deployments'), { ...filter }, Deployment, 'deployment', options);
   }
 
-  revisions(deploymentId: string, filter: RevisionFilter = {}): AsyncGenerator<Parsed<Revision>> {
+  revisions(
+    deploymentId: string,
+    filter: RevisionFilter = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<Parsed<Revision>> {
     return this.#paginate(
-      `/v2/deployments/${seg(deploymentId)}/revisions`,
+      route('/v2/deployments/{deployment_id}/revisions', { deployment_id: deploymentId }),
       { ...filter },
       Revision,
       'revision',
+      options,
     );
   }
 
   /** Every deployment matching the filter, or a throw: never a partial list passed off as complete. */
-  async listAllDeployments(filter: DeploymentFilter = {}): Promise<CompleteListing<Deployment>> {
-    return collect(this.deployments(filter));
+  async listAllDeployments(
+    filter: DeploymentFilter = {},
+    options: CallOptions = {},
+  ): Promise<CompleteListing<Deployment>> {
+    return collect(this.deployments(filter, options));
   }
 
   async listAllRevisions(
     deploymentId: string,
     filter: RevisionFilter = {},
+    options: CallOptions = {},
   ): Promise<CompleteListing<Revision>> {
-    return collect(this.revisions(deploymentId, filter));
+    return collect(this.revisions(deploymentId, filter, options));
   }
 
   // --- Listeners (§4.10–4.11, plus create and replace)
 
   listeners(): AsyncGenerator<Parsed<Listener>> {
-    return this.#paginate('/v2/listeners', {}, Listener, 'listener');
+    return this.#paginate(route('/v2/listeners'), {}, Listener, 'listener');
   }
 
-  async getListener(listenerId: string): Promise<Listener> {
+  async getListener(listenerId: string, options: CallOptions = {}): Promise<Listener> {
     return parseResource(
       Listener,
-      await this.#json('GET', `/v2/listeners/${seg(listenerId)}`),
+      await this.#json('GET', route('/v2/listeners/{listener_id}', { listener_id: listenerId }), {
+        signal: options.signal,
+      }),
       'listener',
       listenerId,
     );
   }
 
   async createListener(body: ListenerWrite): Promise<Listener> {
-    return parseResource(Listener, await this.#json('POST', '/v2/listeners', { body }), 'listener');
+    return parseResource(Listener, await this.#json('POST', route('/v2/listeners'), { body }), 'listener');
   }
 
   async putListener(listenerId: string, body: ListenerWrite): Promise<Listener> {
-    const response = await this.#json('PUT', `/v2/listeners/${seg(listenerId)}`, { body });
+    const response = await this.#json(
+      'PUT',
+      route('/v2/listeners/{listener_id}', { listener_id: listenerId }),
+      { body },
+    );
     return parseResource(Listener, response, 'listener', listenerId);
   }
 
   // --- Status-report extension (DESIGN.md "Reporting")
 
   async postStatusReports(listenerId: string, batch: StatusReportBatch): Promise<void> {
-    await this.#send('POST', `/v2/listeners/${seg(listenerId)}/status-reports`, { body: batch });
+    await this.#send(
+      'POST',
+      route('/v2/listeners/{listener_id}/status-reports', { listener_id: listenerId }),
+      { body: batch },
+    );
   }
 
   /** Closes the connection pool; safe to call more than once. */
   async close(): Promise<void> {
-    if (!this.#ownsDispatcher || this.#closed) return;
+    if (this.#closed) return;
     this.#closed = true;
-    await this.#dispatcher.close();
+    this.#apiKey.close();
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
   // --- Transport
 
   async *#paginate<S extends z.ZodType>(
-    path: string,
+    target: Route,
     query: Query,
     schema: S,
     resource: string,
+    options: CallOptions = {},
   ): AsyncGenerator<Parsed<z.infer<S>>> {
+    const { path } = target;
     let offset = 0;
     // Stop on an empty page, not a short one: a server that caps the page size must never make
     // a listing look complete when it is not.
     for (;;) {
-      const body = await this.#json('GET', path, {
+      const body = await this.#json('GET', target, {
         query: { ...query, limit: this.#config.pageSize, offset },
+        signal: options.signal,
       });
       const page = PageEnvelope.safeParse(body);
       if (!page.success) {
@@ -268,8 +390,9 @@ export class ControlPlaneClient {
     }
   }
 
-  async #json(method: string, path: string, options: SendOptions = {}): Promise<unknown> {
-    const { text, requestId, status } = await this.#send(method, path, options);
+  async #json(method: string, target: Route, options: SendOptions = {}): Promise<unknown> {
+    const { path } = target;
+    const { text, requestId, status } = await this.#send(method, target, options);
     try {
       return JSON.parse(text);
     } catch (cause) {
@@ -284,12 +407,14 @@ export class ControlPlaneClient {
     }
   }
 
-  async #send(method: string, path: string, options: SendOptions = {}) {
+  async #send(method: string, target: Route, options: SendOptions = {}) {
+    const { path } = target;
     const idempotent = method === 'GET' || method === 'PUT' || method === 'DELETE';
     const { retries, maxElapsedMs } = this.#config.retry;
     const policy: RetryPolicy = this.#config.retry;
-    return pRetry(() => this.#attempt(method, path, options), {
+    return pRetry(() => this.#attempt(method, target, options), {
       retries,
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
       maxRetryTime: maxElapsedMs,
       // The delay is ours (full jitter, Retry-After): p-retry only counts and bounds attempts.
       minTimeout: 1,
@@ -309,19 +434,21 @@ export class ControlPlaneClient {
           },
           'control-plane request failed; retrying',
         );
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await sleep(delay, options.signal);
       },
     });
   }
 
-  async #attempt(method: string, path: string, options: SendOptions) {
+  async #attempt(method: string, target: Route, options: SendOptions) {
+    const { path } = target;
     const url = new URL(this.#base + path);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       if (value === undefined) continue;
       url.searchParams.set(key, Array.isArray(value) ? value.join(',') : String(value));
     }
     const headers: Record<string, string> = { accept: 'application/json', 'user-agent': this.#userAgent };
-    if (this.#config.apiKey !== undefined) headers['x-api-key'] = this.#config.apiKey;
+    const apiKey = await this.#apiKey.current();
+    if (apiKey !== undefined) headers['x-api-key'] = apiKey;
     if (this.#config.tenantId !== undefined) headers['x-tenant-id'] = this.#config.tenantId;
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     const timeout = this.#config.timeoutMs;
@@ -338,13 +465,19 @@ export class ControlPlaneClient {
         dispatcher: this.#dispatcher,
         headersTimeout: timeout,
         bodyTimeout: timeout,
-        signal: AbortSignal.timeout(timeout),
+        signal:
+          options.signal === undefined
+            ? AbortSignal.timeout(timeout)
+            : AbortSignal.any([AbortSignal.timeout(timeout), options.signal]),
       });
       status = response.statusCode;
       requestId = header(response.headers['x-request-id']);
       retryAfter = header(response.headers['retry-after']);
       text = await response.body.text();
     } catch (cause) {
+      this.#observe(target, method, 'error', started);
+      // Cancelled by the caller: its reason, not a network failure to retry.
+      if (options.signal?.aborted) throw options.signal.reason;
       const timedOut = isTimeout(cause);
       throw new ControlPlaneError(
         `${method} ${path} ${timedOut ? `timed out after ${timeout} ms` : 'failed: network error'}`,
@@ -358,10 +491,13 @@ export class ControlPlaneClient {
         },
       );
     }
+    this.#observe(target, method, String(status), started);
     this.#logger.debug(
       { method, path, status, requestId, ms: Math.round(performance.now() - started) },
       'control-plane request',
     );
+    // A rotated key may be waiting in the key file: look again before the next request.
+    if (status === 401) this.#apiKey.refused();
     if (status >= 400) {
       const serverError = ErrorBody.safeParse(parseJsonOrUndefined(text));
       const serverMessage = serverError.success ? serverError.data.error.message : undefined;
@@ -380,6 +516,13 @@ export class ControlPlaneClient {
     }
     return { status, text, requestId };
   }
+
+  #observe(target: Route, method: string, code: string, started: number): void {
+    if (!this.#metrics) return;
+    const labels = { endpoint: target.template, method };
+    this.#metrics.requests.inc({ ...labels, code });
+    this.#metrics.duration.observe(labels, (performance.now() - started) / 1000);
+  }
 }
 
 async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<CompleteListing<T>> {
@@ -390,10 +533,6 @@ async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<Complete
     else invalid.push({ id: parsed.id, error: parsed.error });
   }
   return { items, invalid };
-}
-
-function seg(id: string): string {
-  return encodeURIComponent(id);
 }
 
 function header(value: string | string[] | undefined): string | undefined {

@@ -38,6 +38,8 @@ export interface RunningEmulator {
   state(): EmulatorState;
   /** Direct access to the rules, for tests and seeding (e.g. tags). */
   readonly store: EmulatorStore;
+  /** Changes the key every request must carry from now on (undefined: none), as a key rotation does. */
+  setApiKey(key: string | undefined): void;
   close(): Promise<void>;
 }
 
@@ -75,7 +77,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
   const store = new EmulatorStore(await loadState(options), options.now);
   const persist = persistence(options.statePath, store, logger);
   const routes = buildRoutes(store);
-  const expectedKey = options.apiKey === undefined ? undefined : digest(options.apiKey);
+  let expectedKey = options.apiKey === undefined ? undefined : digest(options.apiKey);
 
   const server = createServer((req, res) => {
     const requestId = randomUUID();
@@ -148,6 +150,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     url: `http://${host}:${address.port}`,
     store,
     state: () => store.snapshot(),
+    setApiKey: (key) => {
+      expectedKey = key === undefined ? undefined : digest(key);
+    },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.closeAllConnections();

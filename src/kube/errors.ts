@@ -22,6 +22,11 @@ export interface KubeApiErrorDetails {
   /** `Status.message`; dropped for Secrets (it may echo a value). */
   readonly serverMessage?: string | undefined;
   readonly causes?: readonly KubeStatusCause[];
+  /**
+   * `Status.details.kind`/`name`: what the failure is about, which need not be the object sent
+   * (a create into a missing namespace answers 404 with kind `namespaces`).
+   */
+  readonly subject?: { readonly kind: string; readonly name: string | undefined } | undefined;
   readonly retryAfterMs?: number | undefined;
   readonly cause?: unknown;
 }
@@ -38,6 +43,7 @@ export class KubeApiError extends Error {
   readonly status: number | undefined;
   readonly reason: string | undefined;
   readonly causes: readonly KubeStatusCause[];
+  readonly subject: KubeApiErrorDetails['subject'];
   readonly retryAfterMs: number | undefined;
 
   constructor(details: KubeApiErrorDetails) {
@@ -54,6 +60,7 @@ export class KubeApiError extends Error {
     this.status = details.status;
     this.reason = details.reason;
     this.causes = details.causes ?? [];
+    this.subject = details.subject;
     this.retryAfterMs = details.retryAfterMs;
   }
 }
@@ -125,9 +132,29 @@ export function isGone(error: unknown): boolean {
   return hasStatus(error, 410);
 }
 
+/** The caller gave up (a lost lease, a shutdown): neither a failure of the object nor worth a retry. */
+export function isAborted(error: unknown): boolean {
+  return error instanceof KubeApiError && error.status === undefined && error.reason === 'Aborted';
+}
+
+/** The NamespaceLifecycle admission's cause for writes into a namespace being deleted. */
+const NAMESPACE_TERMINATING = 'NamespaceTerminating';
+
+/**
+ * The target namespace is missing or being deleted: a condition that can pass (the namespace is
+ * created, or finishes terminating and is made again). Read from the Status structure, never the
+ * message text, which the client shortens for Secrets.
+ */
+export function isNamespaceUnavailable(error: unknown): boolean {
+  if (!(error instanceof KubeApiError)) return false;
+  if (error.status === 404 && error.subject?.kind === 'namespaces') return true;
+  return error.status === 403 && error.causes.some((cause) => cause.reason === NAMESPACE_TERMINATING);
+}
+
 /**
  * Worth retrying later without any change: no response, throttling, or a server-side failure.
- * Validation, conflicts of field ownership, and permission errors are not.
+ * Validation, conflicts of field ownership, and permission errors are not, and neither is an
+ * aborted request (see `isAborted`).
  */
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof KubeApiError)) return false;

@@ -5,7 +5,7 @@ import type { RequestOptions as HttpsRequestOptions } from 'node:https';
 import type { ConnectionOptions } from 'node:tls';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
@@ -131,6 +131,7 @@ const LIST_RESTARTS = 3;
 const AUTH_CACHE_MS = 10_000;
 const MAX_ERROR_TEXT = 300;
 const METRIC_NAME = 'k8s_listener_kube_requests_total';
+const DURATION_METRIC_NAME = 'k8s_listener_kube_request_duration_seconds';
 const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 const StringMap = z.record(z.string(), z.string());
@@ -164,6 +165,8 @@ const StatusSchema = z.looseObject({
         .array(z.looseObject({ field: z.string().optional(), reason: z.string().optional() }))
         .optional(),
       retryAfterSeconds: z.number().optional(),
+      kind: z.string().optional(),
+      name: z.string().optional(),
     })
     .optional(),
 });
@@ -208,6 +211,7 @@ export class KubeClient {
   readonly #userAgent: string;
   readonly #counts = new Map<string, number>();
   readonly #metric: Counter<'verb' | 'kind' | 'code'> | undefined;
+  readonly #durationMetric: Histogram<'verb' | 'kind'> | undefined;
   readonly #watches = new Set<AbortController>();
   #auth: { headers: Record<string, string>; at: number } | undefined;
   #closed = false;
@@ -221,6 +225,7 @@ export class KubeClient {
     this.#pageSize = options.listPageSize ?? DEFAULT_PAGE_SIZE;
     this.#userAgent = options.userAgent ?? 'k8s-listener';
     this.#metric = options.registry === undefined ? undefined : requestCounter(options.registry);
+    this.#durationMetric = options.registry === undefined ? undefined : requestDuration(options.registry);
   }
 
   /**
@@ -506,6 +511,68 @@ export class KubeClient {
     }
   }
 
+  /** The API server's base URL (from the kubeconfig or the in-cluster configuration). */
+  get server(): string {
+    return this.#server;
+  }
+
+  /**
+   * A GET or POST to a path outside the kind table (`/version`, the self-review APIs), through the
+   * same pool, credentials and timeout. Returns the parsed JSON body; a status ≥ 400 or a failed
+   * request throws a `KubeApiError` naming `kind` (what was asked for).
+   */
+  async requestJson(
+    method: 'GET' | 'POST',
+    path: string,
+    options: CallOptions & { readonly kind: string; readonly body?: unknown },
+  ): Promise<unknown> {
+    if (this.#closed) throw new Error('kube client is closed');
+    const verb: KubeVerb = method === 'GET' ? 'get' : 'create';
+    const timeoutMs = options.timeoutMs ?? this.#timeoutMs;
+    const signal = AbortSignal.any([
+      AbortSignal.timeout(timeoutMs),
+      ...(options.signal === undefined ? [] : [options.signal]),
+    ]);
+    let status: number;
+    let text: string;
+    try {
+      const response = await request(this.#server + path, {
+        method,
+        headers: await this.#headers(options.body === undefined ? undefined : 'application/json'),
+        body: options.body === undefined ? null : JSON.stringify(options.body),
+        dispatcher: this.#dispatcher,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        signal,
+      });
+      status = response.statusCode;
+      text = await response.body.text();
+    } catch (cause) {
+      const timedOut = isTimeout(cause) || (options.signal?.aborted !== true && signal.aborted);
+      throw new KubeApiError({
+        verb,
+        kind: options.kind,
+        reason: timedOut ? 'ClientTimeout' : 'NetworkError',
+        serverMessage: timedOut ? `no answer within ${timeoutMs} ms` : `network error${errorCode(cause)}`,
+        cause,
+      });
+    }
+    const json = parseJsonOrUndefined(text);
+    if (status >= 400) {
+      if (status === 401) this.#auth = undefined;
+      const body = StatusSchema.safeParse(json);
+      throw new KubeApiError({
+        verb,
+        kind: options.kind,
+        status,
+        reason: body.success ? (body.data.reason ?? `HTTP${status}`) : `HTTP${status}`,
+        serverMessage: body.success ? body.data.message : text.slice(0, MAX_ERROR_TEXT) || undefined,
+      });
+    }
+    if (json === undefined) throw new KubeResponseError(verb, options.kind, 'not JSON');
+    return json;
+  }
+
   /**
    * Requests made so far by verb (`get`, `list`, `watch`, `create`, `update`, `patch`, `delete`;
    * dry runs as `patch:dryRun` etc.), optionally only those about one kind.
@@ -647,11 +714,17 @@ export class KubeClient {
     return url.toString();
   }
 
-  #count(call: Pick<Call, 'countVerb' | 'dryRun' | 'endpoint'>, code: string): void {
+  /** Counts a request; `started` (performance.now()) also records its duration. */
+  #count(call: Pick<Call, 'countVerb' | 'dryRun' | 'endpoint'>, code: string, started?: number): void {
     const verb = call.dryRun ? `${call.countVerb}:dryRun` : call.countVerb;
     const key = `${call.endpoint.type.kind} ${verb}`;
     this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
     this.#metric?.inc({ verb, kind: call.endpoint.type.kind, code });
+    if (started !== undefined)
+      this.#durationMetric?.observe(
+        { verb, kind: call.endpoint.type.kind },
+        (performance.now() - started) / 1000,
+      );
   }
 
   async #call(call: Call): Promise<Response> {
@@ -676,9 +749,9 @@ export class KubeClient {
       status = response.statusCode;
       text = await response.body.text();
     } catch (cause) {
-      throw this.#transportError(call, cause, signal, timeoutMs);
+      throw this.#transportError(call, cause, signal, timeoutMs, started);
     }
-    this.#count(call, String(status));
+    this.#count(call, String(status), started);
     this.#logger.debug(
       {
         verb: call.verb,
@@ -699,6 +772,8 @@ export class KubeClient {
   async #open(call: Call, signal: AbortSignal): Promise<AsyncIterable<unknown> | undefined> {
     if (this.#closed) throw new Error('kube client is closed');
     let response: Dispatcher.ResponseData;
+    // A watch's duration is the time to its response headers: the stream itself is open-ended.
+    const started = performance.now();
     try {
       response = await request(this.#url(call.endpoint, call.query), {
         method: call.method,
@@ -711,9 +786,9 @@ export class KubeClient {
       });
     } catch (cause) {
       if (signal.aborted) return undefined;
-      throw this.#transportError(call, cause, signal, this.#timeoutMs);
+      throw this.#transportError(call, cause, signal, this.#timeoutMs, started);
     }
-    this.#count(call, String(response.statusCode));
+    this.#count(call, String(response.statusCode), started);
     if (response.statusCode >= 400) {
       const text = await response.body.text().catch(() => '');
       if (response.statusCode === 401) this.#auth = undefined;
@@ -722,12 +797,18 @@ export class KubeClient {
     return response.body;
   }
 
-  #transportError(call: Call, cause: unknown, signal: AbortSignal, timeoutMs: number): KubeApiError {
+  #transportError(
+    call: Call,
+    cause: unknown,
+    signal: AbortSignal,
+    timeoutMs: number,
+    started: number,
+  ): KubeApiError {
     const aborted = call.options?.signal?.aborted === true;
     // Our own timeout signal is the only other abort source.
     const timedOut = isTimeout(cause) || (!aborted && signal.aborted);
     const code = aborted ? 'aborted' : timedOut ? 'timeout' : 'network';
-    this.#count(call, code);
+    this.#count(call, code, started);
     return new KubeApiError({
       ...errorTarget(call.verb, call.endpoint, call.objectName),
       reason: aborted ? 'Aborted' : timedOut ? 'ClientTimeout' : 'NetworkError',
@@ -748,6 +829,18 @@ function requestCounter(registry: Registry): Counter<'verb' | 'kind' | 'code'> {
     name: METRIC_NAME,
     help: 'Requests to the Kubernetes API by verb (dry runs as <verb>:dryRun), kind and HTTP status or failure',
     labelNames: ['verb', 'kind', 'code'],
+    registers: [registry],
+  });
+}
+
+function requestDuration(registry: Registry): Histogram<'verb' | 'kind'> {
+  const existing = registry.getSingleMetric(DURATION_METRIC_NAME);
+  if (existing instanceof Histogram) return existing as Histogram<'verb' | 'kind'>;
+  return new Histogram({
+    name: DURATION_METRIC_NAME,
+    help: 'Duration of requests to the Kubernetes API by verb and kind (watches: until their response headers)',
+    labelNames: ['verb', 'kind'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
 }
@@ -793,6 +886,8 @@ function statusError(call: Call, status: number, text: string): KubeApiError {
     reason: typedPatch ? 'Invalid' : (body?.reason ?? `HTTP${status}`),
     serverMessage: body?.message ?? (text.slice(0, MAX_ERROR_TEXT) || undefined),
     causes,
+    subject:
+      body?.details?.kind === undefined ? undefined : { kind: body.details.kind, name: body.details.name },
     retryAfterMs: retryAfter === undefined ? undefined : retryAfter * 1000,
   });
 }

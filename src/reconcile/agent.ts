@@ -7,14 +7,17 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import { EventRecorder, KubeClient, LeaderElector, OwnedObjectWatcher } from '../kube/index.ts';
 import type { RenderConfig } from '../render/index.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../render/ownership.ts';
-import type { AgentMetrics } from '../report/metrics.ts';
+import { deploymentLogger } from '../report/deploymentLogger.ts';
+import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
+import { sleep } from '../sleep.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { DesiredState } from './desiredState.ts';
 import { InventoryStore } from './inventoryStore.ts';
 import { Poller } from './poller.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { Reconciler } from './reconciler.ts';
+import { reconcileWorker } from './reconcileWorker.ts';
 import { WorkQueue } from './workQueue.ts';
 
 export interface AgentOptions {
@@ -39,14 +42,28 @@ export class RegistrationError extends Error {
   readonly code = 'REGISTRATION';
 }
 
-const WATCHED_KINDS = [
+/**
+ * The kinds watched for hand edits: every kind the agent writes, so that a deletion by hand is
+ * repaired at once rather than at the next resync (also what `check` asks list and watch
+ * permission for). Ingresses only when rendered at all (see watchedKinds).
+ */
+export const WATCHED_KINDS = [
   'Deployment',
   'StatefulSet',
   'Service',
   'Secret',
   'PersistentVolumeClaim',
   'ConfigMap',
+  'PodTemplate',
+  'HorizontalPodAutoscaler',
+  'PodDisruptionBudget',
+  'Ingress',
 ] as const;
+
+/** The kinds watched under this render configuration: no Ingress without an ingress class. */
+export function watchedKinds(render: Pick<RenderConfig, 'ingress'>): (typeof WATCHED_KINDS)[number][] {
+  return WATCHED_KINDS.filter((kind) => kind !== 'Ingress' || render.ingress.className !== undefined);
+}
 
 export class Agent {
   readonly #o: AgentOptions;
@@ -58,6 +75,8 @@ export class Agent {
   #elector: LeaderElector | undefined;
   #leading: { stop(): Promise<void> } | undefined;
   #stopping = false;
+  /** Aborted by stop() or the caller's signal: ends registration retries and every wait. */
+  readonly #shutdown = new AbortController();
   #registered = false;
   #lastLoopAt = Date.now();
 
@@ -68,6 +87,7 @@ export class Agent {
       ...options.controlPlane,
       logger: options.logger,
       userAgent: `k8s-listener/${AGENT_VERSION}`,
+      registry: options.metrics.registry,
     });
   }
 
@@ -101,8 +121,15 @@ export class Agent {
     return this.#kube;
   }
 
-  /** Registers, then campaigns; resolves once registration is done (leading may come later). */
-  async start(): Promise<void> {
+  /**
+   * Registers, then campaigns; resolves once registration is done (leading may come later).
+   * `signal` (SIGTERM) ends a registration still retrying: start rejects with its reason.
+   */
+  async start(signal?: AbortSignal): Promise<void> {
+    if (signal) {
+      if (signal.aborted) this.#shutdown.abort(signal.reason);
+      else signal.addEventListener('abort', () => this.#shutdown.abort(signal.reason), { once: true });
+    }
     this.#kube = await KubeClient.fromKubeconfig(this.#o.kubeconfigPath, {
       logger: this.#o.logger,
       registry: this.#o.metrics.registry,
@@ -150,6 +177,7 @@ export class Agent {
   async stop(): Promise<void> {
     if (this.#stopping) return;
     this.#stopping = true;
+    this.#shutdown.abort(new Error('the agent is stopping'));
     this.#log.info('shutting down');
     await this.#leading?.stop();
     this.#leading = undefined;
@@ -164,10 +192,11 @@ export class Agent {
 
   async #register(): Promise<void> {
     const { listenerId } = this.#o;
+    const signal = this.#shutdown.signal;
     let listener: Listener;
     for (let attempt = 1; ; attempt++) {
       try {
-        listener = await this.#client.getListener(listenerId);
+        listener = await this.#client.getListener(listenerId, { signal });
         break;
       } catch (error) {
         if (isControlPlaneError(error, 404))
@@ -177,10 +206,10 @@ export class Agent {
         if (isControlPlaneError(error, 401) || isControlPlaneError(error, 403)) {
           throw new RegistrationError('the control plane refused the API key', { cause: error });
         }
-        if (this.#stopping) throw error;
+        if (signal.aborted) throw signal.reason;
         const delay = Math.min(30_000, 1_000 * 2 ** attempt);
         this.#log.warn({ err: error, attempt, delayMs: delay }, 'reading the listener failed; retrying');
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await sleep(delay, signal);
       }
     }
     if (listener.compute_type !== 'k8s') {
@@ -208,11 +237,11 @@ export class Agent {
    * Re-reads the listener each poll, so that namespaces taken off it are refused from the next
    * render on. The watches keep the namespaces of the start; a namespace added needs a restart.
    */
-  async #refreshListener(): Promise<boolean> {
+  async #refreshListener(signal: AbortSignal): Promise<boolean> {
     const current = this.#listener;
     if (!current) return false;
     try {
-      const fresh = await this.#client.getListener(current.id);
+      const fresh = await this.#client.getListener(current.id, { signal });
       const before = current.compute_config?.k8s_namespaces ?? [];
       const after = fresh.compute_config?.k8s_namespaces ?? [];
       if (before.join(',') !== after.join(',')) {
@@ -271,6 +300,8 @@ export class Agent {
       maxKeys: config.maxQueuedKeys,
       logger: this.#o.logger,
       onDropped: () => this.#o.metrics.queueDropped.inc(),
+      metrics: workQueueMetrics(this.#o.metrics, CONTROLLER_NAME),
+      keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
     });
     const reconciler = new Reconciler({
       kube,
@@ -300,7 +331,7 @@ export class Agent {
     const watcher = new OwnedObjectWatcher({
       client: kube,
       logger: this.#o.logger,
-      kinds: WATCHED_KINDS,
+      kinds: watchedKinds(this.#o.render),
       namespaces: this.#namespaces,
       labelSelector: `${LABEL_LISTENER_ID}=${listener.id}`,
       // Handlers only enqueue: a hand edit or deletion of an owned object wakes its deployment.
@@ -314,16 +345,21 @@ export class Agent {
     let resyncTimer: NodeJS.Timeout | undefined;
     let polling: Promise<void> = Promise.resolve();
     let stopped = false;
+    // Ends this session's waits and control-plane calls (a poll in progress, retries) at once.
+    const session = new AbortController();
+    const sessionSignal = AbortSignal.any([signal, session.signal, this.#shutdown.signal]);
     const stop = async () => {
       if (stopped) return;
       stopped = true;
+      session.abort(new Error('leader session stopping'));
       clearTimeout(pollTimer);
       clearInterval(resyncTimer);
       await polling;
       const drained = await queue.shutDown(config.shutdownDrainMs);
       if (!drained) log.warn({ drainMs: config.shutdownDrainMs }, 'in-flight work did not finish in time');
       await watcher.stop();
-      await reporter.flush();
+      // After a lost lease the next leader reports; this session sends nothing more.
+      if (!signal.aborted) await reporter.flush();
       this.#o.metrics.leader.set(0);
     };
     this.#leading = { stop };
@@ -332,10 +368,10 @@ export class Agent {
     const schedulePoll = (delayMs: number) => {
       if (stopped) return;
       pollTimer = setTimeout(() => {
-        polling = this.#refreshListener()
+        polling = this.#refreshListener(sessionSignal)
           .then((changed) => {
             if (changed) for (const id of desired.ids()) queue.add(id);
-            return poller.pollOnce();
+            return poller.pollOnce(sessionSignal);
           })
           .then(
             () => undefined,
@@ -358,24 +394,22 @@ export class Agent {
           await inventories.load(this.#namespaces);
           break;
         } catch (error) {
+          if (sessionSignal.aborted) return;
           log.warn({ err: error, attempt }, 'reading inventories failed; retrying');
-          await new Promise((resolve) => setTimeout(resolve, Math.min(30_000, 500 * 2 ** attempt)));
+          await sleep(Math.min(30_000, 500 * 2 ** attempt), sessionSignal).catch(() => undefined);
         }
       }
       if (stopped) return;
-      queue.start(async (id) => {
-        const outcome = await reconciler.reconcile(id, signal);
-        if (outcome.result === 'retry') {
-          const delay = queue.addRateLimited(id);
-          log.warn(
-            { deploymentId: id, err: outcome.error, retryInMs: delay },
-            'reconcile failed; retrying with backoff',
-          );
-          return;
-        }
-        queue.forget(id);
-        if (outcome.result === 'requeue') queue.addAfter(id, outcome.afterMs);
-      });
+      queue.start(
+        reconcileWorker({
+          reconciler,
+          queue,
+          metrics: this.#o.metrics,
+          logger: log,
+          concurrency: config.concurrency,
+          signal,
+        }),
+      );
       watcher.start();
       resyncTimer = setInterval(() => {
         for (const id of desired.ids()) queue.add(id);

@@ -2,6 +2,12 @@
 // value (quantities compared by value: the server writes 1024Mi back as 1Gi). Fields we do not
 // set (defaults, status, an HPA's replicas) are not ours and never count. Pure.
 
+/**
+ * The fields that hold resource quantities in what the agent renders: container resources and
+ * claim storage. Anywhere else a string that looks like a quantity ("1k" in an env value) is text.
+ */
+const QUANTITY_PATH = /(^|\.)resources\.(requests|limits)\.[^.[\]]+$/;
+
 const QUANTITY = /^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?$/;
 const FACTORS: Record<string, number> = {
   m: 1e-3,
@@ -27,9 +33,9 @@ function quantityValue(value: string): number | undefined {
   return Number(number) * (suffix === '' ? 1 : (FACTORS[suffix] ?? Number.NaN));
 }
 
-function sameScalar(desired: unknown, live: unknown): boolean {
+function sameScalar(desired: unknown, live: unknown, path: string): boolean {
   if (desired === live) return true;
-  if (typeof desired === 'string' && typeof live === 'string') {
+  if (typeof desired === 'string' && typeof live === 'string' && QUANTITY_PATH.test(path)) {
     const a = quantityValue(desired);
     const b = quantityValue(live);
     return a !== undefined && b !== undefined && Math.abs(a - b) <= Math.abs(a) * 1e-9;
@@ -62,5 +68,5 @@ export function driftPath(desired: unknown, live: unknown, path = ''): string | 
     }
     return undefined;
   }
-  return sameScalar(desired, live) ? undefined : path || '(root)';
+  return sameScalar(desired, live, path) ? undefined : path || '(root)';
 }

@@ -32,12 +32,15 @@ export function inventoryName(deploymentId: string): string {
   return `k8s-listener-inv-${deploymentId}`;
 }
 
+/** What the store asks of the Kubernetes client. */
+export type InventoryKube = Pick<KubeClient, 'list' | 'apply' | 'delete'>;
+
 export class InventoryStore {
-  readonly #kube: KubeClient;
+  readonly #kube: InventoryKube;
   readonly #listenerId: string;
   readonly #cache = new Map<string, PlacedInventory[]>();
 
-  constructor(kube: KubeClient, listenerId: string) {
+  constructor(kube: InventoryKube, listenerId: string) {
     this.#kube = kube;
     this.#listenerId = listenerId;
   }
@@ -72,7 +75,10 @@ export class InventoryStore {
     return this.#cache.get(deploymentId) ?? [];
   }
 
-  /** Writes the inventory in `namespace` (server-side apply; no request when unchanged). */
+  /**
+   * Writes the inventory in `namespace` with a server-side apply, always: the reconciler compares
+   * with the cached inventory first and calls this only when it changed.
+   */
   async write(namespace: string, inventory: Inventory, signal?: AbortSignal): Promise<void> {
     const object: KubeObject = {
       apiVersion: 'v1',

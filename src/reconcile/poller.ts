@@ -2,6 +2,7 @@
 // deployments, revisions read only for what changed, and the prune guard on what vanished.
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
+import { deploymentLogger } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
 import type { DesiredState } from './desiredState.ts';
@@ -32,11 +33,13 @@ export class Poller {
   }
 
   /** Returns false when the listing failed (and nothing was concluded from it). */
-  async pollOnce(): Promise<boolean> {
+  async pollOnce(signal?: AbortSignal): Promise<boolean> {
     let listing: Awaited<ReturnType<ControlPlaneClient['listAllDeployments']>>;
     try {
-      listing = await this.#o.client.listAllDeployments({ remote_reconciled: true });
+      listing = await this.#o.client.listAllDeployments({ remote_reconciled: true }, { signal });
     } catch (error) {
+      // Cancelled (shutdown, lost lease): nothing concluded, nothing sent.
+      if (signal?.aborted) return false;
       // A failed or partial listing deletes nothing and changes nothing.
       this.#o.metrics.polls.inc({ result: 'failed' });
       this.#log.warn({ err: error }, 'listing deployments failed; keeping the last known state');
@@ -70,7 +73,7 @@ export class Poller {
       const previous = desired.get(deployment.id);
       if (previous?.kind === 'present' && previous.fingerprint === fingerprint) continue;
       try {
-        const revisions = await this.#o.client.listAllRevisions(deployment.id);
+        const revisions = await this.#o.client.listAllRevisions(deployment.id, {}, { signal });
         desired.set(deployment.id, {
           kind: 'present',
           deployment,
@@ -79,10 +82,12 @@ export class Poller {
         });
         this.#o.enqueue(deployment.id);
       } catch (error) {
-        this.#log.warn(
-          { err: error, deploymentId: deployment.id },
-          'reading revisions failed; will try again next poll',
-        );
+        if (signal?.aborted) return false;
+        deploymentLogger(this.#log, {
+          deploymentId: deployment.id,
+          revisionId: deployment.latest_revision_id ?? undefined,
+          namespace: deployment.source_config.listener_config?.k8s_namespace ?? undefined,
+        }).warn({ err: error }, 'reading revisions failed; will try again next poll');
       }
     }
 
@@ -97,8 +102,7 @@ export class Poller {
       } else {
         for (const id of decision.vanished) {
           if (desired.get(id)?.kind === 'gone') continue;
-          this.#log.info(
-            { deploymentId: id },
+          deploymentLogger(this.#log, { deploymentId: id }).info(
             'deployment gone from a complete listing; deleting its objects',
           );
           desired.set(id, { kind: 'gone' });

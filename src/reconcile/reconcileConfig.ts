@@ -1,7 +1,7 @@
 // The reconcile part of the agent configuration, with the defaults of DESIGN.md.
 import { z } from 'zod';
 
-export const ReconcileConfig = z.object({
+export const ReconcileConfig = z.strictObject({
   pollIntervalMs: z.number().int().min(100).default(10_000),
   /** Each poll waits interval × (1 ± jitter), so replicas of many agents do not align. */
   pollJitter: z.number().min(0).max(0.9).default(0.2),
@@ -17,7 +17,7 @@ export const ReconcileConfig = z.object({
   /** A pod in ImagePullBackOff or CrashLoopBackOff longer than this fails the rollout. */
   failureGraceMs: z.number().int().min(0).default(120_000),
   prune: z
-    .object({
+    .strictObject({
       /** Refuse to delete when more than this share of known deployments vanish at once… */
       maxVanishedFraction: z.number().min(0).max(1).default(0.5),
       /** …and more than this many (small fleets can still lose one or two). */
@@ -28,7 +28,7 @@ export const ReconcileConfig = z.object({
     .prefault({}),
   shutdownDrainMs: z.number().int().min(0).default(20_000),
   leaderElection: z
-    .object({
+    .strictObject({
       enabled: z.boolean().default(true),
       leaseName: z.string().default('k8s-listener'),
       /** Defaults to the agent's own namespace (POD_NAMESPACE), else `default`. */

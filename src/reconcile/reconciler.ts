@@ -6,6 +6,8 @@ import type { Logger } from 'pino';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import {
   type EventRecorder,
+  isAborted,
+  isNamespaceUnavailable,
   isTransient,
   KubeApiError,
   type KubeClient,
@@ -22,8 +24,11 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../render/ownership.ts';
+import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
+import { podProblemReasons } from '../report/podProblems.ts';
 import { computeRollout, type PodProblem, Reason, type RolloutStatus } from '../report/rolloutStatus.ts';
+import { nextStatusAnnotation } from '../report/statusAnnotation.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
 import type { DesiredState } from './desiredState.ts';
 import { driftPath } from './drift.ts';
@@ -38,12 +43,15 @@ import {
 import { type InventoryStore, inventoryName } from './inventoryStore.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 
+/** What the reconciler asks of the Kubernetes client (narrow, so a test can inject faults). */
+export type ReconcilerKube = Pick<KubeClient, 'get' | 'list' | 'apply' | 'create' | 'delete' | 'mergePatch'>;
+
 export interface ReconcilerOptions {
-  readonly kube: KubeClient;
+  readonly kube: ReconcilerKube;
   readonly desired: DesiredState;
   readonly inventories: InventoryStore;
   readonly reporter: StatusReporter;
-  readonly events: EventRecorder;
+  readonly events: Pick<EventRecorder, 'record'>;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;
   readonly renderConfig: RenderConfig;
@@ -56,7 +64,11 @@ export type ReconcileOutcome =
   | { readonly result: 'done' }
   | { readonly result: 'requeue'; readonly afterMs: number }
   /** Worth another try after a backoff (network, API server 5xx, conflicts). */
-  | { readonly result: 'retry'; readonly error: unknown };
+  | { readonly result: 'retry'; readonly error: unknown }
+  /** Failed and reported; not retried until the deployment changes (controller-runtime's TerminalError). */
+  | { readonly result: 'terminal'; readonly error: Error }
+  /** Cut off by its signal (a lost lease, a shutdown): nothing reported, nothing recorded. */
+  | { readonly result: 'aborted' };
 
 /** A failure that another attempt would not fix: reported, not retried until the input changes. */
 class TerminalFailure extends Error {
@@ -75,22 +87,39 @@ export class Reconciler {
   readonly #log: Logger;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblemSince = new Map<string, number>();
-  /** Fingerprint of the input last attempted for a settled (failed) revision: not retried forever. */
+  /**
+   * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
+   * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
+   */
   readonly #attempted = new Map<string, string>();
   /** Last rollout status per deployment, for the by-status gauge. */
   readonly #statuses = new Map<string, string>();
   /** deploymentId/revisionId pairs that reached DEPLOYED. */
   readonly #deployed = new Set<string>();
+  /** The revision each DEPLOYING deployment is rolling out, to keep its start across messages. */
+  readonly #deployingRevision = new Map<string, string>();
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: 'reconciler' });
+    // A new leader session starts from what it observes itself.
+    options.metrics.deployingSince.clear();
   }
 
   async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
     const started = performance.now();
-    const log = this.#log.child({ deploymentId });
+    // Every line about this deployment carries its id, and its revision and namespace once known.
+    let log = deploymentLogger(this.#log, { deploymentId });
     const entry = this.#o.desired.get(deploymentId);
+    if (entry?.kind === 'present') {
+      log = withDeploymentFields(log, {
+        revisionId: entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined,
+        namespace: entry.deployment.source_config.listener_config?.k8s_namespace ?? undefined,
+      });
+    } else {
+      const placed = this.#o.inventories.get(deploymentId);
+      if (placed.length === 1) log = withDeploymentFields(log, { namespace: placed[0]?.namespace });
+    }
     try {
       if (!entry || entry.kind === 'gone') {
         if (entry) await this.#deleteDeployment(deploymentId, signal, log);
@@ -107,8 +136,10 @@ export class Reconciler {
             message: entry.message,
           },
           undefined,
+          log,
         );
-        return this.#done(started, 'invalid');
+        this.#done(started, 'invalid');
+        return { result: 'terminal', error: new Error(entry.message) };
       }
       const { deployment, target } = entry;
       if (deployment.status === 'AWAITING_DELETE') {
@@ -118,7 +149,6 @@ export class Reconciler {
       const revisionId = target.revision?.id ?? deployment.latest_revision_id ?? undefined;
       if (target.settled && this.#attempted.get(deploymentId) === entry.fingerprint)
         return this.#done(started, 'settled');
-      this.#attempted.set(deploymentId, entry.fingerprint);
 
       // 1. Render: pure; a bad deployment fails alone, with every problem named.
       const rendered = renderDeployment(
@@ -132,6 +162,7 @@ export class Reconciler {
       );
       if (!rendered.ok) throw new TerminalFailure(Reason.RenderInvalid, rendered.error.message);
       const { namespace, objects, specHash } = rendered.value;
+      log = withDeploymentFields(log, { namespace });
 
       // 2. Record the union of old and new entries first, so that no applied object is ever unrecorded.
       const previous = this.#o.inventories.get(deploymentId);
@@ -166,11 +197,18 @@ export class Reconciler {
       const main = [...live.values()].find(
         (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
       );
-      await this.#report(deploymentId, revisionId, status, main);
+      await this.#report(deploymentId, revisionId, status, main, log);
+      this.#attempted.set(deploymentId, entry.fingerprint);
       return status.revisionStatus === 'DEPLOYING'
         ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
         : this.#done(started, 'ok');
     } catch (error) {
+      // Leadership lost or shutting down: whatever failed, it is not this deployment's failure,
+      // and the next leader reconciles it again.
+      if (isAborted(error) || signal?.aborted) {
+        log.info('reconcile aborted');
+        return { result: 'aborted' };
+      }
       if (error instanceof TerminalFailure || (error instanceof KubeApiError && !isTransient(error))) {
         const reason = error instanceof TerminalFailure ? error.reason : Reason.ApplyRejected;
         log.warn({ reason, err: error }, 'deployment failed');
@@ -184,14 +222,19 @@ export class Reconciler {
           revisionId,
           { revisionStatus: 'DEPLOY_FAILED', deploymentStatus: undefined, reason, message: error.message },
           undefined,
+          log,
         );
-        if (awaitsNamespace(error)) {
+        if (isNamespaceUnavailable(error)) {
           // The namespace may be created (or finish terminating) later: keep trying, with backoff.
           this.#attempted.delete(deploymentId);
           return { result: 'retry', error };
         }
-        return this.#done(started, 'failed');
+        if (entry?.kind === 'present') this.#attempted.set(deploymentId, entry.fingerprint);
+        this.#done(started, 'failed');
+        return { result: 'terminal', error };
       }
+      // Not settled: the retry does the work again, even for a revision that already failed.
+      this.#attempted.delete(deploymentId);
       this.#o.metrics.reconcileErrors.inc({ reason: 'transient' });
       this.#o.metrics.reconcileDuration.observe({ result: 'error' }, (performance.now() - started) / 1000);
       return { result: 'retry', error };
@@ -218,13 +261,9 @@ export class Reconciler {
       return live ?? (await this.#o.kube.create(withGeneratedKeys(object), { signal }));
     }
     const drift = live ? driftPath(object, live) : 'missing';
-    if (
-      live &&
-      live.metadata.annotations[ANNOTATION_SPEC_HASH] === object.metadata.annotations[ANNOTATION_SPEC_HASH] &&
-      !drift
-    ) {
-      return live;
-    }
+    const sameSpec =
+      live?.metadata.annotations[ANNOTATION_SPEC_HASH] === object.metadata.annotations[ANNOTATION_SPEC_HASH];
+    if (live && sameSpec && !drift) return live;
     log.info(
       { object: `${object.kind}/${ref.namespace}/${ref.name}`, drift: drift ?? 'spec changed' },
       'applying',
@@ -233,6 +272,16 @@ export class Reconciler {
     // set stay with their managers, since an apply only claims what it contains.
     const applied = await this.#o.kube.apply(object, { force: true, signal });
     this.#o.metrics.objectsApplied.inc({ kind: object.kind });
+    // Our spec did not change, the object did: someone else edited a field we set. Say which
+    // field on the object (its path, never a value); the recorder folds repeats into one Event.
+    if (live && sameSpec && drift) {
+      await this.#o.events.record(applied, {
+        type: 'Warning',
+        reason: 'DriftCorrected',
+        note: `${drift} was changed outside the agent and is restored; fields the agent does not set are kept`,
+        action: 'Apply',
+      });
+    }
     return applied;
   }
 
@@ -273,8 +322,22 @@ export class Reconciler {
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
     this.#statuses.delete(deploymentId);
+    this.#trackDeploying(deploymentId, undefined, undefined);
     for (const key of this.#deployed) if (key.startsWith(`${deploymentId}/`)) this.#deployed.delete(key);
     this.#updateStatusGauge();
+  }
+
+  /** Keeps when the current revision started DEPLOYING, for the age of the oldest rollout. */
+  #trackDeploying(deploymentId: string, revisionId: string | undefined, status: string | undefined): void {
+    const since = this.#o.metrics.deployingSince;
+    if (status !== 'DEPLOYING') {
+      since.delete(deploymentId);
+      this.#deployingRevision.delete(deploymentId);
+      return;
+    }
+    if (since.has(deploymentId) && this.#deployingRevision.get(deploymentId) === (revisionId ?? '')) return;
+    this.#deployingRevision.set(deploymentId, revisionId ?? '');
+    since.set(deploymentId, Date.now());
   }
 
   #updateStatusGauge(): void {
@@ -325,13 +388,7 @@ export class Reconciler {
     const problems: PodProblem[] = [];
     const now = Date.now();
     for (const pod of pods) {
-      const statuses = [
-        ...asArray((pod as { status?: { initContainerStatuses?: unknown } }).status?.initContainerStatuses),
-        ...asArray((pod as { status?: { containerStatuses?: unknown } }).status?.containerStatuses),
-      ];
-      for (const status of statuses) {
-        const reason = (status as { state?: { waiting?: { reason?: unknown } } }).state?.waiting?.reason;
-        if (typeof reason !== 'string') continue;
+      for (const reason of podProblemReasons(pod)) {
         const key = `${pod.metadata.uid}/${reason}`;
         const since = this.#podProblemSince.get(key) ?? now;
         this.#podProblemSince.set(key, since);
@@ -347,6 +404,7 @@ export class Reconciler {
     revisionId: string | undefined,
     status: RolloutStatus,
     main: LiveKubeObject | undefined,
+    log: Logger,
   ): Promise<void> {
     // A revision once DEPLOYED stays so through scaling (an HPA adding replicas); only a
     // failure or a new revision changes what is reported.
@@ -363,10 +421,9 @@ export class Reconciler {
     if (!changed) return;
     this.#statuses.set(deploymentId, status.revisionStatus);
     this.#updateStatusGauge();
-    this.#log.info(
+    this.#trackDeploying(deploymentId, revisionId, status.revisionStatus);
+    log.info(
       {
-        deploymentId,
-        revisionId,
         status: status.revisionStatus,
         reason: status.reason,
         message: status.message,
@@ -384,12 +441,6 @@ export class Reconciler {
             : 'RollingOut',
       note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
     });
-    const annotation = JSON.stringify({
-      revisionId,
-      status: status.revisionStatus,
-      reason: status.reason,
-      message: status.message,
-    });
     // On the inventory ConfigMap, not the Deployment: the API server bumps a Deployment's
     // generation on any annotation change, which would restart the very rollout we report on.
     const inventory = {
@@ -398,11 +449,17 @@ export class Reconciler {
       namespace: main.metadata.namespace,
       name: inventoryName(deploymentId),
     };
+    // `since` (the last transition, for `k8s-listener status`) survives restarts: it is kept from
+    // the previous annotation unless the revision or its status changed.
+    const previous = await this.#o.kube.get(inventory).catch(() => undefined);
+    const annotation = nextStatusAnnotation(
+      previous?.metadata.annotations[ANNOTATION_STATUS],
+      { revisionId, status: status.revisionStatus, reason: status.reason, message: status.message },
+      new Date(),
+    );
     await this.#o.kube
       .mergePatch(inventory, { metadata: { annotations: { [ANNOTATION_STATUS]: annotation } } })
-      .catch((error: unknown) =>
-        this.#log.warn({ err: error, deploymentId }, 'could not write the status annotation'),
-      );
+      .catch((error: unknown) => log.warn({ err: error }, 'could not write the status annotation'));
   }
 
   #listenerId(): string {
@@ -446,15 +503,4 @@ function withGeneratedKeys(object: KubeObject): KubeObject {
   const stringData = { ...((object.stringData as Record<string, string> | undefined) ?? {}) };
   for (const key of keys) stringData[key] = randomBytes(24).toString('base64url');
   return { ...object, stringData };
-}
-
-/** The target namespace is missing or being deleted: a condition that can pass. */
-function awaitsNamespace(error: unknown): boolean {
-  if (!(error instanceof KubeApiError)) return false;
-  const missing = error.status === 404 && /namespaces? "[^"]+" not found/.test(error.message);
-  return missing || (error.status === 403 && error.message.includes('being terminated'));
-}
-
-function asArray(value: unknown): unknown[] {
-  return Array.isArray(value) ? value : [];
 }

@@ -1,6 +1,21 @@
 // A work queue in the manner of client-go's: one key per deployment, deduplicated, never worked
 // on twice at once, bounded concurrency, per-key exponential backoff, and a bound on its size.
+// It reports what client-go's workqueue reports, through the small interface it is given.
 import type { Logger } from 'pino';
+
+/** client-go's workqueue MetricsProvider, reduced to what this queue reports. */
+export interface WorkQueueMetrics {
+  /** A key became pending (not counted when it already was). */
+  add(): void;
+  /** Keys pending: queued, plus those added again while being processed. */
+  depth(value: number): void;
+  /** From becoming pending to being handed to the worker. */
+  queueDuration(seconds: number): void;
+  workDuration(seconds: number): void;
+  retry(): void;
+  /** Registers how to read the work in progress, sampled when the metrics are read. */
+  sampleProcessing(sampler: () => { unfinishedSeconds: number; longestRunningSeconds: number }): void;
+}
 
 export interface WorkQueueOptions {
   readonly concurrency: number;
@@ -10,6 +25,11 @@ export interface WorkQueueOptions {
   readonly logger: Logger;
   readonly onDropped?: (key: string) => void;
   readonly random?: () => number;
+  readonly metrics?: WorkQueueMetrics;
+  /** The logger for lines about one key (a child logger carrying the key's own fields). */
+  readonly keyLogger?: (key: string) => Logger;
+  /** For tests: a monotonic clock in milliseconds. */
+  readonly now?: () => number;
 }
 
 export type Worker = (key: string) => Promise<void>;
@@ -24,11 +44,15 @@ export class WorkQueue {
   readonly #failures = new Map<string, number>();
   readonly #timers = new Map<string, { readonly timer: NodeJS.Timeout; readonly due: number }>();
   readonly #idle: (() => void)[] = [];
+  /** When each pending key became pending, and when each key in progress started. */
+  readonly #pendingSince = new Map<string, number>();
+  readonly #startedAt = new Map<string, number>();
   #worker: Worker | undefined;
   #shuttingDown = false;
 
   constructor(options: WorkQueueOptions) {
     this.#options = options;
+    options.metrics?.sampleProcessing(() => this.#processingSample());
   }
 
   /** Starts processing with `worker`; each key is handed to at most one call at a time. */
@@ -41,17 +65,15 @@ export class WorkQueue {
   add(key: string): boolean {
     if (this.#shuttingDown) return false;
     if (this.#processing.has(key)) {
-      this.#dirty.add(key);
+      if (!this.#dirty.has(key)) {
+        this.#dirty.add(key);
+        this.#becamePending(key);
+      }
       return true;
     }
     if (this.#queued.has(key)) return true;
-    if (this.#queued.size >= this.#options.maxKeys) {
-      this.#options.logger.warn({ key, maxKeys: this.#options.maxKeys }, 'work queue full; key dropped');
-      this.#options.onDropped?.(key);
-      return false;
-    }
-    this.#queued.add(key);
-    this.#queue.push(key);
+    if (!this.#enqueue(key)) return false;
+    this.#becamePending(key);
     this.#pump();
     return true;
   }
@@ -84,6 +106,7 @@ export class WorkQueue {
     const ceiling = Math.min(this.#options.backoffMaxMs, this.#options.backoffBaseMs * 2 ** (failures - 1));
     // Half fixed, half jitter: spreads retries without ever retrying at once.
     const delay = Math.round(ceiling / 2 + (this.#options.random ?? Math.random)() * (ceiling / 2));
+    this.#options.metrics?.retry();
     this.addAfter(key, delay);
     return delay;
   }
@@ -113,6 +136,8 @@ export class WorkQueue {
     this.#queue.length = 0;
     this.#queued.clear();
     this.#dirty.clear();
+    this.#pendingSince.clear();
+    this.#reportDepth();
     if (this.#processing.size === 0) return true;
     let timer: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
@@ -136,8 +161,58 @@ export class WorkQueue {
       const key = this.#queue.shift() as string;
       this.#queued.delete(key);
       this.#processing.add(key);
+      const now = this.#now();
+      const since = this.#pendingSince.get(key);
+      this.#pendingSince.delete(key);
+      if (since !== undefined) this.#options.metrics?.queueDuration((now - since) / 1000);
+      this.#startedAt.set(key, now);
+      this.#reportDepth();
       void this.#run(worker, key);
     }
+  }
+
+  /** Appends a key unless the queue is full; the caller counts it. */
+  #enqueue(key: string): boolean {
+    if (this.#queued.size >= this.#options.maxKeys) {
+      this.#logFor(key).warn({ maxKeys: this.#options.maxKeys }, 'work queue full; key dropped');
+      this.#options.onDropped?.(key);
+      this.#pendingSince.delete(key);
+      this.#reportDepth();
+      return false;
+    }
+    this.#queued.add(key);
+    this.#queue.push(key);
+    return true;
+  }
+
+  #becamePending(key: string): void {
+    this.#pendingSince.set(key, this.#now());
+    this.#options.metrics?.add();
+    this.#reportDepth();
+  }
+
+  #reportDepth(): void {
+    this.#options.metrics?.depth(this.#queue.length + this.#dirty.size);
+  }
+
+  #processingSample(): { unfinishedSeconds: number; longestRunningSeconds: number } {
+    const now = this.#now();
+    let unfinished = 0;
+    let longest = 0;
+    for (const started of this.#startedAt.values()) {
+      const seconds = (now - started) / 1000;
+      unfinished += seconds;
+      longest = Math.max(longest, seconds);
+    }
+    return { unfinishedSeconds: unfinished, longestRunningSeconds: longest };
+  }
+
+  #now(): number {
+    return (this.#options.now ?? performance.now.bind(performance))();
+  }
+
+  #logFor(key: string): Logger {
+    return this.#options.keyLogger?.(key) ?? this.#options.logger.child({ key });
   }
 
   async #run(worker: Worker, key: string): Promise<void> {
@@ -145,10 +220,15 @@ export class WorkQueue {
       await worker(key);
     } catch (error) {
       // Workers handle their own errors; this is a last line so the queue never stalls.
-      this.#options.logger.error({ err: error, key }, 'work queue worker threw');
+      this.#logFor(key).error({ err: error }, 'work queue worker threw');
     } finally {
+      const started = this.#startedAt.get(key);
+      this.#startedAt.delete(key);
+      if (started !== undefined) this.#options.metrics?.workDuration((this.#now() - started) / 1000);
       this.#processing.delete(key);
-      if (this.#dirty.delete(key)) this.add(key);
+      // Added again while it ran: queued now, already counted as an add (as client-go's Done).
+      if (this.#dirty.delete(key) && !this.#shuttingDown) this.#enqueue(key);
+      this.#reportDepth();
       if (this.#processing.size === 0 && this.#shuttingDown)
         for (const resolve of this.#idle.splice(0)) resolve();
       this.#pump();

@@ -262,10 +262,28 @@ function userContainer(container: Container, config: RenderConfig): Json {
     args: container.args,
     env: container.env?.map((e) => compact({ ...e })),
     envFrom: container.envFrom,
-    resources: container.resources ? compact({ ...container.resources }) : undefined,
+    resources: extraContainerResources(container.resources, config),
     volumeMounts: mounts(container.volumeMounts),
     // The user's settings win over the hardening defaults; the policy was checked in plan.ts.
     securityContext: { ...containerHardening(config), ...(container.securityContext ?? {}) },
+  });
+}
+
+/** The deployment's own requests and limits, with the missing requests filled from the config. */
+function extraContainerResources(given: Container['resources'], config: RenderConfig): Json {
+  const requests: Json = { ...(given?.requests ?? {}) };
+  const limits: Json = { ...(given?.limits ?? {}) };
+  const defaults = config.extraContainers;
+  // A limit without a request makes the API server use the limit as the request.
+  if (requests.cpu === undefined && limits.cpu === undefined) requests.cpu = cpuQuantity(defaults.cpu);
+  if (requests.memory === undefined && limits.memory === undefined) {
+    requests.memory = memoryQuantity(defaults.memoryMb);
+    if (config.limits.memoryWhenOnlyRequest === 'request') limits.memory = requests.memory;
+  }
+  return compact({
+    ...(given ?? {}),
+    requests,
+    limits: Object.keys(limits).length > 0 ? limits : undefined,
   });
 }
 

@@ -2,7 +2,7 @@
 // with values that work out of the box (`RenderConfig.parse({})`).
 import { z } from 'zod';
 
-const Resources = z.object({
+const Resources = z.strictObject({
   /** cores */
   cpu: z.number().positive(),
   memoryMb: z.number().positive(),
@@ -10,9 +10,9 @@ const Resources = z.object({
 
 const FreeForm = z.record(z.string(), z.unknown());
 
-export const RenderConfig = z.object({
+export const RenderConfig = z.strictObject({
   app: z
-    .object({
+    .strictObject({
       containerName: z.string().default('app'),
       containerPort: z.number().int().min(1).max(65535).default(8000),
       servicePort: z.number().int().min(1).max(65535).default(80),
@@ -25,7 +25,7 @@ export const RenderConfig = z.object({
     .prefault({}),
   /** Requests used when a deployment gives none, by deployment_type ("lean" for dev). */
   defaults: z
-    .object({
+    .strictObject({
       dev_free: Resources.default({ cpu: 0.1, memoryMb: 256 }),
       dev: Resources.default({ cpu: 0.25, memoryMb: 512 }),
       prod: Resources.default({ cpu: 0.5, memoryMb: 1024 }),
@@ -37,20 +37,33 @@ export const RenderConfig = z.object({
    * pressure), and no cpu limit (cpu limits throttle; requests already reserve the share).
    */
   limits: z
-    .object({
+    .strictObject({
       memoryWhenOnlyRequest: z.enum(['request', 'none']).default('request'),
       cpuWhenOnlyRequest: z.enum(['request', 'none']).default('none'),
     })
     .prefault({}),
-  autoscaling: z.object({ targetCpuUtilization: z.number().int().min(1).max(100).default(70) }).prefault({}),
+  /**
+   * Requests for a sidecar or init container that gives none (or only some): a namespace with a
+   * cpu/memory ResourceQuota rejects a pod any of whose containers has no request. Filled key by
+   * key, so what the deployment sets always wins; the memory limit follows `limits`.
+   */
+  extraContainers: z
+    .strictObject({
+      cpu: z.number().positive().default(0.05),
+      memoryMb: z.number().positive().default(64),
+    })
+    .prefault({}),
+  autoscaling: z
+    .strictObject({ targetCpuUtilization: z.number().int().min(1).max(100).default(70) })
+    .prefault({}),
   prod: z
-    .object({
+    .strictObject({
       podDisruptionBudget: z.boolean().default(true),
       topologySpread: z.boolean().default(true),
     })
     .prefault({}),
   database: z
-    .object({
+    .strictObject({
       image: z.string().default('postgres:17-alpine'),
       port: z.number().int().default(5432),
       user: z.string().default('app'),
@@ -61,7 +74,7 @@ export const RenderConfig = z.object({
       bringYourOwnNames: z.array(z.string()).default(['DATABASE_URI', 'POSTGRES_URI']),
       storageClassName: z.string().optional(),
       defaults: z
-        .object({
+        .strictObject({
           cpu: z.number().positive().default(0.25),
           memoryMb: z.number().positive().default(512),
           storageGi: z.number().positive().default(1),
@@ -72,20 +85,23 @@ export const RenderConfig = z.object({
     })
     .prefault({}),
   kvstore: z
-    .object({
+    .strictObject({
       image: z.string().default('redis:7-alpine'),
       port: z.number().int().default(6379),
       uriEnv: z.string().default('REDIS_URI'),
       bringYourOwnNames: z.array(z.string()).default(['REDIS_URI']),
       kind: z.enum(['StatefulSet', 'Deployment']).default('StatefulSet'),
       defaults: z
-        .object({ cpu: z.number().positive().default(0.1), memoryMb: z.number().positive().default(128) })
+        .strictObject({
+          cpu: z.number().positive().default(0.1),
+          memoryMb: z.number().positive().default(128),
+        })
         .prefault({}),
       runAsUser: z.number().int().default(999),
     })
     .prefault({}),
   hardening: z
-    .object({
+    .strictObject({
       runAsNonRoot: z.boolean().default(true),
       allowPrivilegeEscalation: z.boolean().default(false),
       dropAllCapabilities: z.boolean().default(true),
@@ -96,14 +112,14 @@ export const RenderConfig = z.object({
     })
     .prefault({}),
   policy: z
-    .object({
+    .strictObject({
       forbidPrivilegedContainers: z.boolean().default(true),
       forbidHostNamespaces: z.boolean().default(true),
       forbidHostPorts: z.boolean().default(true),
     })
     .prefault({}),
   ingress: z
-    .object({
+    .strictObject({
       /** custom_url becomes an Ingress only when a class is configured. */
       className: z.string().optional(),
       annotations: z.record(z.string(), z.string()).default({}),

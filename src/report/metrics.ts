@@ -1,6 +1,16 @@
 // The agent's Prometheus metrics. Label values are bounded sets (statuses, reasons, verbs):
-// never ids, names or timestamps.
+// never ids, names or timestamps. The work-queue and reconcile metrics carry controller-runtime's
+// names, help texts and buckets, so dashboards made for controllers work here unchanged.
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { AGENT_VERSION } from '../version.ts';
+
+/** The one controller (and work queue) of the agent, as controller-runtime labels it. */
+export const CONTROLLER_NAME = 'deployment';
+
+/** Reconcile results as controller-runtime counts them. */
+export type ReconcileResultLabel = 'success' | 'error' | 'requeue' | 'requeue_after';
+
+type QueueLabels = 'name' | 'controller';
 
 export interface AgentMetrics {
   readonly registry: Registry;
@@ -15,14 +25,164 @@ export interface AgentMetrics {
   readonly pruneRefusals: Counter;
   readonly objectsPruned: Counter;
   readonly objectsApplied: Counter<'kind'>;
+  /** Since when each deployment's current revision is DEPLOYING (epoch ms), for the age gauge. */
+  readonly deployingSince: Map<string, number>;
+  readonly workqueue: {
+    readonly depth: Gauge<QueueLabels>;
+    readonly adds: Counter<QueueLabels>;
+    readonly queueDuration: Histogram<QueueLabels>;
+    readonly workDuration: Histogram<QueueLabels>;
+    readonly unfinishedWork: Gauge<QueueLabels>;
+    readonly longestRunningProcessor: Gauge<QueueLabels>;
+    readonly retries: Counter<QueueLabels>;
+    /** Per queue name: what is in progress, read when the unfinished-work gauges are scraped. */
+    readonly processing: Map<string, () => ProcessingSample>;
+  };
+  readonly controllerRuntime: {
+    readonly reconcileTotal: Counter<'controller' | 'result'>;
+    readonly reconcileErrors: Counter<'controller'>;
+    readonly terminalReconcileErrors: Counter<'controller'>;
+    readonly reconcileTime: Histogram<'controller'>;
+    readonly maxConcurrentReconciles: Gauge<'controller'>;
+    readonly activeWorkers: Gauge<'controller'>;
+  };
 }
+
+/** A sample of the work in progress, read at scrape time. */
+export interface ProcessingSample {
+  readonly unfinishedSeconds: number;
+  readonly longestRunningSeconds: number;
+}
+
+/** client-go's ExponentialBuckets(10e-9, 10, 12), as controller-runtime's work-queue histograms use. */
+const WORKQUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => Number((10e-9 * 10 ** i).toPrecision(1)));
+
+/** controller-runtime's buckets of controller_runtime_reconcile_time_seconds. */
+const RECONCILE_TIME_BUCKETS = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.25,
+  1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+];
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): AgentMetrics {
   const registry = new Registry();
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'k8s_listener_' });
   const registers = [registry];
+  const deployingSince = new Map<string, number>();
+  new Gauge({
+    name: 'k8s_listener_build_info',
+    help: 'Always 1; the version label says which agent version runs',
+    labelNames: ['version'],
+    registers,
+  }).set({ version: AGENT_VERSION }, 1);
+  new Gauge({
+    name: 'k8s_listener_rollout_oldest_deploying_seconds',
+    help: 'Age of the oldest rollout still DEPLOYING on this replica (0 when none): a stuck rollout grows it',
+    registers,
+    collect() {
+      const now = Date.now();
+      let oldest = now;
+      for (const since of deployingSince.values()) oldest = Math.min(oldest, since);
+      this.set((now - oldest) / 1000);
+    },
+  });
+  const queueLabels: QueueLabels[] = ['name', 'controller'];
+  // Sampled when scraped, where client-go updates these two gauges every 500 ms.
+  const processing = new Map<string, () => ProcessingSample>();
+  const sampleProcessing = (pick: (sample: ProcessingSample) => number) =>
+    function (this: Gauge<QueueLabels>) {
+      for (const [name, sample] of processing) this.set({ name, controller: name }, pick(sample()));
+    };
   return {
     registry,
+    deployingSince,
+    workqueue: {
+      depth: new Gauge({
+        name: 'workqueue_depth',
+        help: 'Current depth of workqueue',
+        labelNames: queueLabels,
+        registers,
+      }),
+      adds: new Counter({
+        name: 'workqueue_adds_total',
+        help: 'Total number of adds handled by workqueue',
+        labelNames: queueLabels,
+        registers,
+      }),
+      queueDuration: new Histogram({
+        name: 'workqueue_queue_duration_seconds',
+        help: 'How long in seconds an item stays in workqueue before being requested',
+        labelNames: queueLabels,
+        buckets: WORKQUEUE_BUCKETS,
+        registers,
+      }),
+      workDuration: new Histogram({
+        name: 'workqueue_work_duration_seconds',
+        help: 'How long in seconds processing an item from workqueue takes.',
+        labelNames: queueLabels,
+        buckets: WORKQUEUE_BUCKETS,
+        registers,
+      }),
+      unfinishedWork: new Gauge({
+        name: 'workqueue_unfinished_work_seconds',
+        help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration. Large values indicate stuck threads. One can deduce the number of stuck threads by observing the rate at which this increases.",
+        labelNames: queueLabels,
+        registers,
+        collect: sampleProcessing((sample) => sample.unfinishedSeconds),
+      }),
+      longestRunningProcessor: new Gauge({
+        name: 'workqueue_longest_running_processor_seconds',
+        help: 'How many seconds has the longest running processor for workqueue been running.',
+        labelNames: queueLabels,
+        registers,
+        collect: sampleProcessing((sample) => sample.longestRunningSeconds),
+      }),
+      retries: new Counter({
+        name: 'workqueue_retries_total',
+        help: 'Total number of retries handled by workqueue',
+        labelNames: queueLabels,
+        registers,
+      }),
+      processing,
+    },
+    controllerRuntime: {
+      reconcileTotal: new Counter({
+        name: 'controller_runtime_reconcile_total',
+        help: 'Total number of reconciliations per controller',
+        labelNames: ['controller', 'result'],
+        registers,
+      }),
+      reconcileErrors: new Counter({
+        name: 'controller_runtime_reconcile_errors_total',
+        help: 'Total number of reconciliation errors per controller',
+        labelNames: ['controller'],
+        registers,
+      }),
+      terminalReconcileErrors: new Counter({
+        name: 'controller_runtime_terminal_reconcile_errors_total',
+        help: 'Total number of terminal reconciliation errors per controller',
+        labelNames: ['controller'],
+        registers,
+      }),
+      reconcileTime: new Histogram({
+        name: 'controller_runtime_reconcile_time_seconds',
+        help: 'Length of time per reconciliation per controller',
+        labelNames: ['controller'],
+        buckets: RECONCILE_TIME_BUCKETS,
+        registers,
+      }),
+      maxConcurrentReconciles: new Gauge({
+        name: 'controller_runtime_max_concurrent_reconciles',
+        help: 'Maximum number of concurrent reconciles per controller',
+        labelNames: ['controller'],
+        registers,
+      }),
+      activeWorkers: new Gauge({
+        name: 'controller_runtime_active_workers',
+        help: 'Number of currently used workers per controller',
+        labelNames: ['controller'],
+        registers,
+      }),
+    },
     deploymentsByStatus: new Gauge({
       name: 'k8s_listener_deployments',
       help: 'Deployments by last rollout status',
@@ -81,5 +241,29 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
       labelNames: ['kind'],
       registers,
     }),
+  };
+}
+
+/**
+ * The work queue's metrics for the queue `name`, in the shape the queue takes (`WorkQueueMetrics`
+ * in src/reconcile/workQueue.ts): client-go's MetricsProvider, on prom-client.
+ */
+export function workQueueMetrics(metrics: AgentMetrics, name: string) {
+  const labels = { name, controller: name };
+  const { workqueue } = metrics;
+  // Present from the start, so that rate() and alerts see a zero rather than nothing.
+  workqueue.depth.set(labels, 0);
+  workqueue.adds.inc(labels, 0);
+  workqueue.retries.inc(labels, 0);
+  return {
+    add: () => workqueue.adds.inc(labels),
+    depth: (value: number) => workqueue.depth.set(labels, value),
+    queueDuration: (seconds: number) => workqueue.queueDuration.observe(labels, seconds),
+    workDuration: (seconds: number) => workqueue.workDuration.observe(labels, seconds),
+    retry: () => workqueue.retries.inc(labels),
+    /** The latest queue of this name replaces an earlier one (one per leader session). */
+    sampleProcessing: (sampler: () => ProcessingSample) => {
+      workqueue.processing.set(name, sampler);
+    },
   };
 }

@@ -1,5 +1,6 @@
-// Rollout status as a pure function of live objects, in the manner of kstatus: generic checks
-// first (deletion, observed generation), then a check per kind; reasons are named constants.
+// Rollout status as a pure function of live objects, in the manner of kstatus
+// (sigs.k8s.io/cli-utils pkg/kstatus/status): generic checks first (deletion, observed
+// generation), then kstatus's check per kind, in its order; reasons are named constants.
 
 export type ObjectStatus = 'Current' | 'InProgress' | 'Failed' | 'Terminating' | 'NotFound';
 
@@ -8,10 +9,15 @@ export const Reason = {
   NotObserved: 'GenerationNotObserved',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   ReplicaFailure: 'ReplicaFailure',
+  CreatingReplicas: 'CreatingReplicas',
   UpdatingReplicas: 'UpdatingReplicas',
+  ExtraPods: 'ExtraPods',
+  NotAvailable: 'NotAvailable',
   WaitingForAvailable: 'WaitingForAvailable',
   WaitingForReady: 'WaitingForReady',
   UpdateRevisionPending: 'UpdateRevisionPending',
+  PartitionRollout: 'PartitionRollout',
+  NoIpAssigned: 'NoIPAssigned',
   ClaimPending: 'ClaimPending',
   ClaimLost: 'ClaimLost',
   HpaUnable: 'ScalingUnable',
@@ -20,6 +26,7 @@ export const Reason = {
   PodImagePull: 'ImagePullBackOff',
   PodCrashLoop: 'CrashLoopBackOff',
   PodConfigError: 'CreateContainerConfigError',
+  PodUnschedulable: 'Unschedulable',
   ApplyRejected: 'ApplyRejected',
   RenderInvalid: 'RenderInvalid',
 } as const;
@@ -83,55 +90,88 @@ export interface StatusClock {
 
 type KindCheck = (object: LiveObject, clock: StatusClock) => ObjectStatusResult;
 
+const replicasOf = (object: LiveObject): number =>
+  get(object, 'spec', 'replicas') === undefined ? 1 : num(get(object, 'spec', 'replicas'));
+
 function deploymentStatus(object: LiveObject, clock: StatusClock): ObjectStatusResult {
-  const desired = get(object, 'spec', 'replicas') === undefined ? 1 : num(get(object, 'spec', 'replicas'));
+  const name = object.metadata.name;
   const progressing_ = condition(object, 'Progressing');
-  if (progressing_?.reason === 'ProgressDeadlineExceeded') {
-    return failed(
-      Reason.ProgressDeadlineExceeded,
-      `Deployment ${object.metadata.name} exceeded its progress deadline`,
-    );
-  }
+  if (progressing_?.reason === 'ProgressDeadlineExceeded')
+    return failed(Reason.ProgressDeadlineExceeded, `Deployment ${name} exceeded its progress deadline`);
+  // Not in kstatus (it leaves this to the ReplicaSet): pods that cannot be created, past the grace.
   const replicaFailure = condition(object, 'ReplicaFailure');
   if (replicaFailure?.status === 'True') {
-    const message = `Deployment ${object.metadata.name}: ${String(replicaFailure.message ?? 'pods cannot be created')}`;
+    const message = `Deployment ${name}: ${String(replicaFailure.message ?? 'pods cannot be created')}`;
     const since = Date.parse(String(replicaFailure.lastTransitionTime ?? ''));
     const persistent = Number.isFinite(since) && clock.now - since >= clock.failureGraceMs;
     return persistent ? failed(Reason.ReplicaFailure, message) : progressing(Reason.ReplicaFailure, message);
   }
-  const updated = num(get(object, 'status', 'updatedReplicas'));
+  const desired = replicasOf(object);
   const replicas = num(get(object, 'status', 'replicas'));
+  const updated = num(get(object, 'status', 'updatedReplicas'));
+  const ready = num(get(object, 'status', 'readyReplicas'));
   const available = num(get(object, 'status', 'availableReplicas'));
-  if (updated < desired)
+  if (desired > replicas) return progressing(Reason.CreatingReplicas, `${replicas} of ${desired} replicas`);
+  if (desired > updated)
     return progressing(Reason.UpdatingReplicas, `${updated} of ${desired} replicas updated`);
-  if (replicas > updated)
-    return progressing(Reason.UpdatingReplicas, `${replicas - updated} old replicas pending termination`);
-  if (available < updated)
+  if (replicas > desired)
+    return progressing(Reason.ExtraPods, `${replicas - desired} old replicas pending termination`);
+  if (updated > available)
     return progressing(Reason.WaitingForAvailable, `${available} of ${updated} updated replicas available`);
+  if (desired > ready) return progressing(Reason.WaitingForReady, `${ready} of ${desired} replicas ready`);
+  // With a progress deadline (the API server defaults one) the controller reports completion in
+  // the Progressing condition; without one, the counts above are all there is.
+  const hasDeadline = typeof get(object, 'spec', 'progressDeadlineSeconds') === 'number';
+  const complete = progressing_?.status === 'True' && progressing_.reason === 'NewReplicaSetAvailable';
+  if (hasDeadline && !complete)
+    return progressing(
+      Reason.UpdatingReplicas,
+      `Deployment ${name}: the new ReplicaSet is not yet available`,
+    );
+  if (conditions(object).length > 0 && condition(object, 'Available')?.status !== 'True')
+    return progressing(Reason.NotAvailable, `Deployment ${name} is not available`);
   return current(`${available} replicas available`);
 }
 
 function statefulSetStatus(object: LiveObject): ObjectStatusResult {
-  const desired = get(object, 'spec', 'replicas') === undefined ? 1 : num(get(object, 'spec', 'replicas'));
+  // An OnDelete StatefulSet is rolled by whoever deletes its pods: nothing to wait for.
+  if (get(object, 'spec', 'updateStrategy', 'type') === 'OnDelete')
+    return current('StatefulSet uses the OnDelete update strategy');
+  const desired = replicasOf(object);
+  const replicas = num(get(object, 'status', 'replicas'));
   const ready = num(get(object, 'status', 'readyReplicas'));
   const currentReplicas = num(get(object, 'status', 'currentReplicas'));
   const updatedReplicas = num(get(object, 'status', 'updatedReplicas'));
-  const updateRevision = get(object, 'status', 'updateRevision');
-  const currentRevision = get(object, 'status', 'currentRevision');
-  if (ready < desired) return progressing(Reason.WaitingForReady, `${ready} of ${desired} replicas ready`);
-  if (updateRevision !== undefined && updateRevision !== currentRevision) {
+  const partition = get(object, 'spec', 'updateStrategy', 'rollingUpdate', 'partition');
+  if (desired > replicas) return progressing(Reason.CreatingReplicas, `${replicas} of ${desired} replicas`);
+  if (desired > ready) return progressing(Reason.WaitingForReady, `${ready} of ${desired} replicas ready`);
+  // Scaled down, or a pod of the old size still terminating: still rolling out.
+  if (replicas > desired)
+    return progressing(Reason.ExtraPods, `${replicas - desired} extra replicas pending termination`);
+  if (typeof partition === 'number') {
+    const expected = desired - partition;
+    return updatedReplicas < expected
+      ? progressing(Reason.PartitionRollout, `${updatedReplicas} of ${expected} replicas updated`)
+      : current(`partitioned rollout complete: ${updatedReplicas} replicas updated`);
+  }
+  if (desired > currentReplicas)
+    return progressing(Reason.UpdateRevisionPending, `${currentReplicas} of ${desired} replicas current`);
+  const updateRevision = get(object, 'status', 'updateRevision') ?? '';
+  const currentRevision = get(object, 'status', 'currentRevision') ?? '';
+  if (updateRevision !== currentRevision) {
     return progressing(
       Reason.UpdateRevisionPending,
       `${updatedReplicas} of ${desired} replicas at the update revision`,
     );
   }
-  if (currentReplicas < desired && updatedReplicas < desired) {
-    return progressing(
-      Reason.UpdateRevisionPending,
-      `${Math.max(currentReplicas, updatedReplicas)} of ${desired} replicas current`,
-    );
-  }
   return current(`${ready} replicas ready`);
+}
+
+function serviceStatus(object: LiveObject): ObjectStatusResult {
+  const type = get(object, 'spec', 'type') ?? 'ClusterIP';
+  if (type === 'LoadBalancer' && !get(object, 'spec', 'clusterIP'))
+    return progressing(Reason.NoIpAssigned, `Service ${object.metadata.name} has no cluster IP yet`);
+  return current('service ready');
 }
 
 function claimStatus(object: LiveObject): ObjectStatusResult {
@@ -158,7 +198,7 @@ const CHECKS: Record<string, KindCheck> = {
   'apps/StatefulSet': statefulSetStatus,
   '/PersistentVolumeClaim': claimStatus,
   'autoscaling/HorizontalPodAutoscaler': autoscalerStatus,
-  '/Service': alwaysCurrent,
+  '/Service': serviceStatus,
   '/Secret': alwaysCurrent,
   '/ConfigMap': alwaysCurrent,
   '/PodTemplate': alwaysCurrent,
@@ -223,6 +263,8 @@ const BACKOFF_REASONS: Record<string, Reason> = {
   ErrImagePull: Reason.PodImagePull,
   CrashLoopBackOff: Reason.PodCrashLoop,
   CreateContainerConfigError: Reason.PodConfigError,
+  // kstatus fails an unschedulable pod at once; here it gets the same grace as a crash loop.
+  Unschedulable: Reason.PodUnschedulable,
 };
 
 export function computeRollout(input: RolloutInput): RolloutStatus {

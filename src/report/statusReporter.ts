@@ -1,5 +1,6 @@
 // Reports rollout status to the control plane through the status-report extension: one batch
-// per poll cycle holding only what changed; 404/405 turns it off with one warning.
+// per poll cycle holding only what changed, the latest status per deployment; 404/405 turns it
+// off with one warning; a batch the control plane refuses for its content is dropped, not re-sent.
 import type { Logger } from 'pino';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import type { StatusReport, StatusReportBatch } from '../controlplane/schemas/index.ts';
@@ -11,8 +12,11 @@ export interface StatusReportSink {
 
 export type StatusChange = Omit<StatusReport, 'observed_at'>;
 
-const MAX_PENDING = 1_000;
+/** Reports per request: the extension accepts at most 1,000, and a request stays well under 1 MiB. */
+const MAX_BATCH = 500;
 const MAX_MESSAGE = 1_000;
+/** Refusals that another cycle can cure: credentials being rotated, a timeout, a rate limit. */
+const RETRYABLE_REFUSALS: ReadonlySet<number> = new Set([401, 403, 408, 429]);
 
 export class StatusReporter {
   readonly #sink: StatusReportSink;
@@ -55,14 +59,9 @@ export class StatusReporter {
     this.#last.set(change.deployment_id, key);
     if (change.deleted) this.#last.delete(change.deployment_id);
     if (!this.#enabled) return true;
-    if (this.#pending.size >= MAX_PENDING && !this.#pending.has(change.deployment_id)) {
-      this.#logger.warn(
-        { deploymentId: change.deployment_id },
-        'too many unsent status reports; dropping the oldest',
-      );
-      const oldest = this.#pending.keys().next().value;
-      if (oldest !== undefined) this.#pending.delete(oldest);
-    }
+    // One entry per deployment, the latest: bounded by the listener's deployments, and nothing
+    // recorded is lost to a full queue.
+    this.#pending.delete(change.deployment_id);
     this.#pending.set(change.deployment_id, { ...normalised, observed_at: now.toISOString() });
     return true;
   }
@@ -72,32 +71,54 @@ export class StatusReporter {
     this.#last.delete(deploymentId);
   }
 
-  /** Sends everything pending in one request; failures keep it for the next cycle. */
+  /** Sends what is pending now, in batches; what fails stays for the next cycle. */
   async flush(): Promise<void> {
-    if (!this.#enabled || this.#pending.size === 0) return;
-    const reports = [...this.#pending.values()];
-    try {
-      await this.#sink.postStatusReports(this.#listenerId, { reports });
+    if (!this.#enabled) return;
+    // A status recorded while this flush runs waits for the next one: a flush always ends.
+    const queued = [...this.#pending.values()];
+    for (let start = 0; start < queued.length && this.#enabled; start += MAX_BATCH) {
+      const reports = queued.slice(start, start + MAX_BATCH);
+      const outcome = await this.#send(reports);
+      if (outcome === 'retry' || outcome === 'off') return;
+      // Sent or refused for good: drop exactly these (a newer status recorded meanwhile stays).
       for (const report of reports) {
         if (this.#pending.get(report.deployment_id) === report) this.#pending.delete(report.deployment_id);
       }
+    }
+  }
+
+  async #send(reports: StatusReport[]): Promise<'sent' | 'retry' | 'dropped' | 'off'> {
+    try {
+      await this.#sink.postStatusReports(this.#listenerId, { reports });
       this.#metrics?.statusReports.inc({ result: 'sent' });
+      return 'sent';
     } catch (error) {
-      if (isControlPlaneError(error, 404) || isControlPlaneError(error, 405)) {
+      const status = isControlPlaneError(error) ? error.status : undefined;
+      if (status === 404 || status === 405) {
         this.#enabled = false;
         this.#pending.clear();
         this.#metrics?.statusReports.inc({ result: 'unsupported' });
         this.#logger.warn(
-          { status: isControlPlaneError(error) ? error.status : undefined },
+          { status },
           'the control plane does not offer the status-report extension; reporting to it is off (Kubernetes events, annotations, metrics and logs still carry status)',
         );
-        return;
+        return 'off';
+      }
+      if (status !== undefined && status >= 400 && status < 500 && !RETRYABLE_REFUSALS.has(status)) {
+        // Sending the same batch again would be refused again, and would hold back every later one.
+        this.#metrics?.statusReports.inc({ result: 'rejected' });
+        this.#logger.warn(
+          { err: error, status, dropped: reports.length },
+          'the control plane refused a status report; dropped it; each of its deployments reports again on its next change',
+        );
+        return 'dropped';
       }
       this.#metrics?.statusReports.inc({ result: 'failed' });
       this.#logger.warn(
-        { err: error, pending: reports.length },
+        { err: error, pending: this.#pending.size },
         'status report failed; will retry next cycle',
       );
+      return 'retry';
     }
   }
 }

@@ -1,116 +1,262 @@
 // `npm run demo`: the agent end to end on the embedded default. A local Kubernetes control plane,
-// the control-plane emulator seeded with a listener and three deployments, and the agent itself.
-// Runs until Ctrl-C; `--exit-when-converged` exits 0 once every seeded deployment is DEPLOYED.
-import { readFile } from 'node:fs/promises';
+// the control-plane emulator seeded with a listener and three deployments plus one deliberately
+// invalid deployment, and the agent itself, with a live table of the rollouts. Runs until Ctrl-C;
+// `--exit-when-converged` prints plain lines and exits 0 once every valid deployment is DEPLOYED
+// and the invalid one is reported DEPLOY_FAILED (1 on timeout).
+import { rmSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
+import { stringify } from 'yaml';
 import { createLogger } from '../../src/cli/logger.ts';
 import { startProbeServer } from '../../src/cli/probeServer.ts';
+import { loadAgentConfig } from '../../src/config/agentConfig.ts';
 import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import { startEmulator } from '../../src/emulator/server.ts';
 import { EmulatorState } from '../../src/emulator/state.ts';
+import { KubeClient } from '../../src/kube/kubeClient.ts';
 import { Agent } from '../../src/reconcile/agent.ts';
-import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
-import { RenderConfig } from '../../src/render/index.ts';
+import { collectStatusRows } from '../../src/reconcile/statusCollector.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
+import { formatReplicas, formatStatusTable, type StatusRow, shortId } from '../../src/report/statusView.ts';
 import { adminKube } from '../support/adminKube.ts';
-import { ensureClusterBinaries, startLocalCluster } from './localCluster.ts';
+import { ClusterStartError, ensureClusterBinaries, startLocalCluster } from './localCluster.ts';
 
 const { values } = parseArgs({
   options: {
     'exit-when-converged': { type: 'boolean', default: false },
-    'emulator-port': { type: 'string', default: '8080' },
-    'metrics-port': { type: 'string', default: '9090' },
+    /** Seconds to wait for convergence with --exit-when-converged. */
+    timeout: { type: 'string', default: '300' },
     'log-level': { type: 'string', default: 'info' },
   },
 });
-const say = (line: string) => process.stderr.write(`[demo] ${line}\n`);
+const ciMode = values['exit-when-converged'];
+// In place only on a terminal, and not in the CI form: plain lines there.
+const live = process.stdout.isTTY === true && !ciMode;
+const timeoutMs = Number(values.timeout) * 1000;
+if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('--timeout must be a number of seconds');
+
+const say = (line: string) => process.stdout.write(`[demo] ${line}\n`);
 const seedPath = new URL('../../src/emulator/fixtures/seed.json', import.meta.url).pathname;
 const seed = EmulatorState.parse(JSON.parse(await readFile(seedPath, 'utf8')));
 const listener = seed.listeners[0];
 if (!listener) throw new Error('the seed has no listener');
+const namespaces = listener.compute_config?.k8s_namespaces ?? [];
+const invalidNamespace = namespaces.at(-1) ?? 'default';
+
+/** What makes the invalid deployment invalid: a cpu limit below its request, a common slip. */
+const INVALID_DEPLOYMENT = {
+  name: 'broken-limits',
+  source: 'external_container',
+  source_config: {
+    listener_id: listener.id,
+    listener_config: { k8s_namespace: invalidNamespace },
+    deployment_type: 'dev',
+    resource_spec: { min_scale: 1, max_scale: 1, cpu: 1, cpu_limit: 0.25, memory_mb: 128 },
+  },
+  source_revision_config: { image_uri: 'nginx:1.27' },
+} as const;
+
+const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-demo-'));
+const logPath = join(dir, 'agent.log');
+const configPath = join(dir, 'config.yaml');
+let keepDir = false;
+// Whatever ends the process (Ctrl-C, SIGTERM, convergence, a failure): the cursor comes back and the
+// demo's files go; the local cluster's own exit hook stops its processes and removes its files.
+process.once('exit', () => {
+  if (live) process.stdout.write('\x1b[?25h');
+  if (!keepDir) rmSync(dir, { recursive: true, force: true });
+});
+const onSignal = (signal: NodeJS.Signals) => {
+  if (live) process.stdout.write('\n');
+  say(`${signal}: stopping the agent, the emulator and the cluster`);
+  process.exit(0);
+};
+process.once('SIGINT', onSignal);
+process.once('SIGTERM', onSignal);
+// The terminal closed: the same teardown.
+process.once('SIGHUP', onSignal);
 
 say('building or reusing the Kubernetes binaries (the first build takes several minutes)');
 const binDir = await ensureClusterBinaries();
-const cluster = await startLocalCluster({ binDir, log: say });
-const emulator = await startEmulator({ port: Number(values['emulator-port']), seed });
-const logger = createLogger(values['log-level']);
-const metrics = createMetrics();
+const cluster = await startLocalCluster({ binDir, log: say }).catch(async (error: unknown) => {
+  // Its ports are chosen free, then bound by other processes a moment later: another program
+  // (another demo, a test suite) can take one in between. One more try with fresh ports.
+  if (!(error instanceof ClusterStartError)) throw error;
+  say(`the local cluster did not start (${error.message.split('\n')[0]}); trying once more`);
+  return startLocalCluster({ binDir, log: say });
+});
+const emulator = await startEmulator({ port: 0, seed });
 let agent: Agent | undefined;
 let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
 
-const shutdown = async (code: number) => {
-  say('stopping');
+/** On a failure: where the agent's log is kept, and its last lines (a CI log is all one may see). */
+async function sayLogTail(): Promise<void> {
+  keepDir = true;
+  say(`agent log kept: ${logPath}; its last lines:`);
+  const text = await readFile(logPath, 'utf8').catch(() => '');
+  for (const line of text.trimEnd().split('\n').slice(-30)) if (line) say(`  ${line}`);
+}
+
+async function stopAll(): Promise<void> {
   await agent?.stop();
   await probes?.close();
   await emulator.close();
   await cluster.stop();
-  process.exit(code);
-};
-process.once('SIGINT', () => void shutdown(0));
-process.once('SIGTERM', () => void shutdown(0));
+}
 
 try {
+  // The invalid deployment goes in through the control plane's API, as a user would create it.
+  const created = await fetch(`${emulator.url}/v2/deployments`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(INVALID_DEPLOYMENT),
+  });
+  if (created.status !== 201) throw new Error(`creating ${INVALID_DEPLOYMENT.name}: HTTP ${created.status}`);
+  const invalidId = ((await created.json()) as { id: string }).id;
+
   // What a platform team prepares before installing the agent: its namespaces, and the service
   // account one seeded deployment names.
   const kube = adminKube(cluster.kubeconfigPath);
-  for (const name of listener.compute_config?.k8s_namespaces ?? []) {
+  for (const name of namespaces) {
     await kube.core.createNamespace({ body: { metadata: { name } } });
     await kube.core.createNamespacedServiceAccount({
       namespace: name,
       body: { metadata: { name: 'agent-platform' } },
     });
   }
+
+  // One configuration file for the agent here and for the commands printed below.
+  await writeFile(
+    configPath,
+    stringify({
+      listenerId: listener.id,
+      controlPlane: { baseUrl: emulator.url },
+      kubeconfig: cluster.kubeconfigPath,
+      agentNamespace: 'default',
+      identity: 'demo-agent',
+      probes: { host: '127.0.0.1', port: 0 },
+      log: { level: values['log-level'] },
+      reconcile: { pollIntervalMs: 2_000, rolloutRecheckMs: 1_000 },
+    }),
+  );
+  const config = await loadAgentConfig({ file: configPath, env: {} });
+  const logger = createLogger(config.log.level, pino.destination({ dest: logPath, sync: true }));
+  const metrics = createMetrics();
   agent = new Agent({
-    listenerId: listener.id,
-    controlPlane: { baseUrl: emulator.url },
-    kubeconfigPath: cluster.kubeconfigPath,
-    allowedNamespaces: undefined,
-    identity: 'demo-agent',
-    agentNamespace: 'default',
-    render: RenderConfig.parse({}),
-    reconcile: ReconcileConfig.parse({ pollIntervalMs: 2_000, rolloutRecheckMs: 1_000 }),
+    listenerId: config.listenerId,
+    controlPlane: { baseUrl: config.controlPlane.baseUrl, timeoutMs: config.controlPlane.timeoutMs },
+    kubeconfigPath: config.kubeconfig,
+    allowedNamespaces: config.namespaces,
+    identity: config.identity,
+    agentNamespace: config.agentNamespace,
+    render: config.render,
+    reconcile: config.reconcile,
     metrics,
     logger,
   });
+  const running = agent;
   probes = await startProbeServer({
-    host: '127.0.0.1',
-    port: Number(values['metrics-port']),
+    host: config.probes.host,
+    port: config.probes.port,
     registry: metrics.registry,
-    isLive: () => agent?.isLive() ?? false,
-    isReady: () => agent?.isReady() ?? false,
+    isLive: () => running.isLive(),
+    isReady: () => running.isReady(),
     logger,
   });
   await agent.start();
+
+  const command = (name: string) => `npm run --silent agent -- ${name} --config ${configPath}`;
   say(`control-plane emulator: ${emulator.url}   (try: curl ${emulator.url}/v2/deployments)`);
   say(`agent metrics:          ${probes.url}/metrics`);
+  say(`agent log:              ${logPath}`);
   say(`cluster:                export KUBECONFIG=${cluster.kubeconfigPath}`);
   say(
     `kubectl:                ${binDir}/kubectl get deploy,sts,svc -A -l k8s-listener.io/listener-id=${listener.id}`,
   );
+  say(`invalid on purpose:     ${INVALID_DEPLOYMENT.name} (cpu limit below its request)`);
+  say('try, while the demo runs (from this directory):');
+  for (const name of ['status', 'diff', 'check']) say(`  ${command(name)}`);
+  // The environment wins over a configuration file: say so when this shell would redirect them.
+  const overriding = Object.keys(process.env).filter((name) => name.startsWith('K8S_LISTENER_'));
+  if (overriding.length > 0)
+    say(`  (unset ${overriding.join(', ')} first: the environment overrides --config)`);
+  say(ciMode ? 'waiting for convergence' : 'Ctrl-C stops the agent, the emulator and the cluster');
 
-  const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
-  const reported = new Map<string, string>();
+  // The table is what `k8s-listener status` shows, read the same way (control plane and cluster).
+  const silent = pino({ level: 'silent' });
+  const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: silent });
+  const kubeClient = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, { logger: silent });
+  const sources = {
+    controlPlane: client,
+    kube: kubeClient,
+    listenerId: config.listenerId,
+    allowedNamespaces: config.namespaces,
+    renderConfig: config.render,
+    failureGraceMs: config.reconcile.failureGraceMs,
+  };
+  const finish = async (code: number): Promise<never> => {
+    await client.close();
+    await kubeClient.close();
+    await stopAll();
+    process.exit(code);
+  };
+  const settled = (row: StatusRow): boolean =>
+    row.id === invalidId
+      ? row.revisionStatus === 'DEPLOY_FAILED' && row.state === 'DEPLOY_FAILED'
+      : row.revisionStatus === 'DEPLOYED' && row.state === 'DEPLOYED';
+  const deadline = Date.now() + timeoutMs;
+  const printed = new Map<string, string>();
+  let drawnLines = 0;
+  if (live) process.stdout.write('\x1b[?25l');
   for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
-    const { items } = await client.listAllDeployments({ remote_reconciled: true });
-    let converged = items.length > 0;
-    for (const deployment of items) {
-      const revision = (await client.listAllRevisions(deployment.id)).items.find(
-        (r) => r.id === deployment.latest_revision_id,
-      );
-      const line = `${deployment.name}: revision ${revision?.status ?? 'unknown'}, deployment ${deployment.status}`;
-      if (reported.get(deployment.id) !== line) say(line);
-      reported.set(deployment.id, line);
-      converged &&= revision?.status === 'DEPLOYED';
+    let rows: StatusRow[] = [];
+    try {
+      rows = await collectStatusRows(sources);
+    } catch (error) {
+      // A slow answer while the cluster is busy is not the end of the demo; the next round retries.
+      if (!live)
+        say(`reading the status failed, retrying: ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (converged && values['exit-when-converged']) {
-      say('every deployment is DEPLOYED');
-      await client.close();
-      await shutdown(0);
+    if (live && rows.length > 0) {
+      const now = new Date();
+      const text = `\n${now.toISOString().slice(11, 19)}  listener ${listener.id}\n${formatStatusTable(rows, now.getTime())}`;
+      // A wrapped line would take two rows and throw the redraw off: cut each to the width.
+      const width = Math.max(20, (process.stdout.columns || 120) - 1);
+      const table = text
+        .split('\n')
+        .map((line) => (line.length > width ? `${line.slice(0, width - 1)}…` : line))
+        .join('\n');
+      // Back to the table's first line, clear to the end of the screen, draw it again.
+      process.stdout.write(`${drawnLines > 0 ? `\x1b[${drawnLines}F\x1b[J` : ''}${table}`);
+      drawnLines = table.split('\n').length - 1;
+    } else if (!live) {
+      for (const row of rows) {
+        const revision = row.revisionId ? shortId(row.revisionId) : '-';
+        const line = `${row.name} (${row.namespace ?? '-'}): revision ${revision}, ${row.state}, replicas ${formatReplicas(row.workloads)}: ${row.message}`;
+        if (printed.get(row.id) !== line) say(line);
+        printed.set(row.id, line);
+      }
     }
+    if (ciMode && rows.length > 0 && rows.every(settled)) {
+      say(`converged: every valid deployment is DEPLOYED, ${INVALID_DEPLOYMENT.name} is DEPLOY_FAILED`);
+      await finish(0);
+    }
+    if (ciMode && Date.now() > deadline) {
+      const pending = rows
+        .filter((row) => !settled(row))
+        .map((row) => `${row.name} ${row.state} (reported: ${row.revisionStatus ?? 'nothing'})`);
+      say(`not converged after ${values.timeout} s: ${pending.join(', ') || 'no status read'}`);
+      await sayLogTail();
+      await finish(1);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
   }
 } catch (error) {
   say(`failed: ${error instanceof Error ? error.message : String(error)}`);
-  await shutdown(1);
+  await sayLogTail();
+  await stopAll().catch(() => undefined);
+  process.exit(1);
 }

@@ -28,6 +28,12 @@ export interface LocalCluster {
   readonly kubeconfigPath: string;
   readonly server: string;
   readonly runDir: string;
+  /** etcd's client URL (plain HTTP on loopback), for tests that act on etcd itself (compaction). */
+  readonly etcdUrl: string;
+  /** Stops kube-apiserver alone (etcd and the other components keep running), for fault tests. */
+  stopApiServer(): Promise<void>;
+  /** Starts it again with the same flags and port; resolves once it is ready. */
+  startApiServer(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -385,7 +391,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     await waitFor('etcd', timeoutMs, async () => (await fetch(`${etcdUrl}/health`)).ok, failIfExited);
 
     const server = `https://127.0.0.1:${apiserverPort}`;
-    await launch('kube-apiserver', [
+    const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
@@ -397,13 +403,15 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       '--authorization-mode=RBAC',
-      '--service-cluster-ip-range=10.0.0.0/24',
+      // Room for the Services of bench/sync.ts (three copies of a fleet of up to 3,000 deployments).
+      '--service-cluster-ip-range=10.0.0.0/16',
       // The master Endpoints may not hold a loopback address; nothing in-cluster dials it here.
       '--endpoint-reconciler-type=none',
       '--enable-priority-and-fairness=false',
       '--profiling=false',
       '--audit-log-maxage=0',
-    ]);
+    ];
+    await launch('kube-apiserver', apiserverArgs);
     const [ca, cert, key] = await Promise.all(
       ['ca.crt', 'admin.crt', 'admin.key'].map((f) => readFile(join(pki, f), 'utf8')),
     );
@@ -490,7 +498,23 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       failIfExited,
     );
     log(`cluster ready at ${server}; kubeconfig ${kubeconfigPath}`);
-    return { kubeconfigPath, server, runDir, stop };
+    const stopApiServer = async () => {
+      for (const component of components) {
+        const pid = component.process.pid;
+        const gone = component.process.exitCode !== null || component.process.signalCode !== null;
+        if (component.name !== 'kube-apiserver' || pid === undefined || gone) continue;
+        const exited = new Promise<void>((resolve) => component.process.once('exit', () => resolve()));
+        process.kill(-pid, 'SIGKILL');
+        await exited;
+      }
+    };
+    const startApiServer = async () => {
+      await launch('kube-apiserver', apiserverArgs);
+      await waitFor('kube-apiserver /readyz', timeoutMs, async () => {
+        return (await admin.request('GET', '/readyz')).status === 200;
+      });
+    };
+    return { kubeconfigPath, server, runDir, etcdUrl, stopApiServer, startApiServer, stop };
   } catch (error) {
     const tails = await Promise.all(
       components.map(async (c) => {

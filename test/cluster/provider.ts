@@ -1,82 +1,102 @@
-// Chooses the cluster the integration suite runs against: an existing one named by the
-// environment, else k3s in a container where a Docker engine answers, else the local control
-// plane this project builds.
+// Provides the cluster the integration suite runs against: an existing one named by the
+// environment, else k3s in a container (testcontainers) where a Docker engine answers, else the
+// local control plane this project builds. It says in one line which one and why.
 import { existsSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { homedir, tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import {
+  type ClusterChoice,
+  chooseCluster,
+  type DockerEndpoint,
+  type DockerProbe,
+  dockerDisabled,
+  dockerEndpoints,
+  type Env,
+} from './clusterChoice.ts';
 import { ensureClusterBinaries, startLocalCluster } from './localCluster.ts';
 
 export interface ProvidedCluster {
-  readonly kind: 'existing' | 'k3s' | 'local';
+  readonly kind: ClusterChoice['kind'];
   readonly kubeconfigPath: string;
   /** Directory with kubectl and helm (built by build.sh) when available. */
   readonly binDir: string | undefined;
   stop(): Promise<void>;
 }
 
-function existingKubeconfig(): string | undefined {
-  const explicit = process.env.K8S_LISTENER_TEST_KUBECONFIG;
-  if (explicit) return explicit;
-  if (process.env.K8S_LISTENER_USE_KUBECONFIG === '1' && process.env.KUBECONFIG)
-    return process.env.KUBECONFIG;
-  return undefined;
-}
+const PING_TIMEOUT_MS = 2_000;
 
-async function dockerAnswers(): Promise<boolean> {
-  const socketPath = process.env.DOCKER_HOST?.startsWith('unix://')
-    ? process.env.DOCKER_HOST.slice('unix://'.length)
-    : '/var/run/docker.sock';
-  if (process.env.K8S_LISTENER_NO_DOCKER === '1' || !existsSync(socketPath)) return false;
+/** GET /_ping: any HTTP answer means an engine listens (a TLS-only engine answers 400). */
+function ping(endpoint: DockerEndpoint): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const ping = request({ socketPath, path: '/_ping', timeout: 2_000 }, (response) => {
+    const target =
+      endpoint.kind === 'unix'
+        ? { socketPath: endpoint.socketPath }
+        : { host: endpoint.host, port: endpoint.port };
+    const req = request({ ...target, path: '/_ping', timeout: PING_TIMEOUT_MS }, (response) => {
       response.resume();
-      resolve(response.statusCode === 200);
+      resolve(undefined);
     });
-    ping.on('error', () => resolve(false));
-    ping.on('timeout', () => {
-      ping.destroy();
-      resolve(false);
+    req.on('error', (error) => resolve(`${endpoint.uri} did not answer /_ping (${error.message})`));
+    req.on('timeout', () => {
+      req.destroy();
+      resolve(`${endpoint.uri} did not answer /_ping within ${PING_TIMEOUT_MS} ms`);
     });
-    ping.end();
+    req.end();
   });
 }
 
-async function startK3s(binDir: string | undefined): Promise<ProvidedCluster> {
-  const { writeFile, mkdtemp } = await import('node:fs/promises');
-  const { join } = await import('node:path');
-  const { tmpdir } = await import('node:os');
-  // Imported only here: the package is needed only where a Docker engine exists.
-  const moduleName = '@testcontainers/k3s';
-  const { K3sContainer } = (await import(moduleName)) as {
-    K3sContainer: new (
-      image: string,
-    ) => { start(): Promise<{ getKubeConfig(): string; stop(): Promise<unknown> }> };
-  };
-  const container = await new K3sContainer(
-    process.env.K8S_LISTENER_K3S_IMAGE ?? 'rancher/k3s:v1.34.4-k3s1',
-  ).start();
+/** Cheap: a socket that does not exist costs a stat; nothing of testcontainers is loaded here. */
+export async function probeDocker(env: Env): Promise<DockerProbe> {
+  if (dockerDisabled(env)) return { answered: false, why: 'K8S_LISTENER_NO_DOCKER=1' };
+  const endpoints = dockerEndpoints(env, homedir(), userInfo().uid);
+  if (typeof endpoints === 'string') return { answered: false, why: endpoints };
+  const failures: string[] = [];
+  for (const endpoint of endpoints) {
+    if (endpoint.kind === 'unix' && !existsSync(endpoint.socketPath)) {
+      // The usual sockets are only guesses; a DOCKER_HOST that names none is worth saying.
+      if (env.DOCKER_HOST) failures.push(`DOCKER_HOST=${endpoint.uri} names no socket`);
+      continue;
+    }
+    const failure = await ping(endpoint);
+    if (failure === undefined) return { answered: true, endpoint: endpoint.uri };
+    failures.push(failure);
+  }
+  if (failures.length > 0) return { answered: false, why: failures.join('; ') };
+  return { answered: false, why: 'DOCKER_HOST is not set and no Docker socket exists' };
+}
+
+async function startK3s(binDir: string | undefined, env: Env): Promise<ProvidedCluster> {
+  // Imported only here, after an engine answered: testcontainers needs one as soon as it is used.
+  const { K3sContainer } = await import('@testcontainers/k3s');
+  const container = await new K3sContainer(env.K8S_LISTENER_K3S_IMAGE ?? 'rancher/k3s:v1.34.4-k3s1').start();
   const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-k3s-'));
   const kubeconfigPath = join(dir, 'kubeconfig');
   await writeFile(kubeconfigPath, container.getKubeConfig(), { mode: 0o600 });
   return { kind: 'k3s', kubeconfigPath, binDir, stop: async () => void (await container.stop()) };
 }
 
-export async function provideCluster(log: (line: string) => void): Promise<ProvidedCluster> {
-  const existing = existingKubeconfig();
+export async function provideCluster(
+  log: (line: string) => void,
+  env: Env = process.env,
+): Promise<ProvidedCluster> {
+  const choice = chooseCluster(env, await probeDocker(env));
+  log(choice.reason);
   const binDir = await ensureClusterBinaries().catch((error: unknown) => {
-    // An existing cluster does not need our binaries; the local one does.
-    if (existing) return undefined;
+    // An existing cluster or k3s does not need our binaries (only helm and kubectl tests do).
+    if (choice.kind !== 'local') return undefined;
     throw error;
   });
-  if (existing) {
-    log(`integration suite: using the existing cluster in ${existing}`);
-    return { kind: 'existing', kubeconfigPath: existing, binDir, stop: async () => {} };
+  switch (choice.kind) {
+    case 'existing':
+      return { kind: 'existing', kubeconfigPath: choice.kubeconfigPath, binDir, stop: async () => {} };
+    case 'k3s':
+      return startK3s(binDir, env);
+    case 'local': {
+      if (!binDir) throw new Error('no cluster binaries');
+      const cluster = await startLocalCluster({ binDir, log });
+      return { kind: 'local', kubeconfigPath: cluster.kubeconfigPath, binDir, stop: cluster.stop };
+    }
   }
-  if (await dockerAnswers()) {
-    log('integration suite: Docker engine found, starting k3s in a container');
-    return startK3s(binDir);
-  }
-  log('integration suite: starting the local control plane');
-  if (!binDir) throw new Error('no cluster binaries');
-  const cluster = await startLocalCluster({ binDir, log });
-  return { kind: 'local', kubeconfigPath: cluster.kubeconfigPath, binDir, stop: cluster.stop };
 }

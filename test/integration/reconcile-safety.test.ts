@@ -43,6 +43,26 @@ afterAll(async () => {
   await world?.close();
 });
 
+describe('polling', () => {
+  it('reads revisions only for deployments that changed', async () => {
+    const revisionReads = () => proxy.requests.filter((r) => r.endsWith('/revisions')).length;
+    // Let the reports of the first rollouts come back as changes, then watch a steady state.
+    await cycles(POLL_CYCLES);
+    const before = revisionReads();
+    const polls = proxy.requests.length;
+    await cycles(POLL_CYCLES);
+    expect(proxy.requests.length).toBeGreaterThan(polls);
+    expect(revisionReads()).toBe(before);
+    // A change of one deployment reads the revisions of that one only.
+    const alpha = deployments[0];
+    if (!alpha) throw new Error('no deployment');
+    await world.client.patchDeployment(alpha.id, { source_revision_config: { image_uri: 'nginx:1.28' } });
+    await cycles(POLL_CYCLES);
+    const read = proxy.requests.filter((r) => r.endsWith('/revisions')).slice(before);
+    expect(new Set(read)).toEqual(new Set([`GET /v2/deployments/${alpha.id}/revisions`]));
+  });
+});
+
 describe('the prune safety rules', () => {
   it.each(['empty-list', 'errors', 'fail-page-2'] as const)(
     'deletes nothing while the control plane answers %s for several cycles',

@@ -1,5 +1,5 @@
 // Runs the real agent in-process against the emulator and the test cluster.
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import type {
   Deployment,
@@ -11,7 +11,7 @@ import { type RunningEmulator, startEmulator } from '../../src/emulator/server.t
 import { Agent } from '../../src/reconcile/agent.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { createMetrics } from '../../src/report/metrics.ts';
+import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';
 import { type AdminKube, adminKube, createNamespace, eventually, uniqueNamespace } from './adminKube.ts';
 
 /** Fast loops for tests: everything the defaults do, in seconds instead of minutes. */
@@ -78,6 +78,10 @@ export interface AgentOverrides {
   readonly leaderElection?: boolean;
   readonly leaseName?: string;
   readonly reconcile?: Record<string, unknown>;
+  /** Default: a registry without the process metrics. */
+  readonly metrics?: AgentMetrics;
+  /** Default: silent (or TEST_LOG_LEVEL). */
+  readonly logger?: Logger;
 }
 
 export async function startAgent(world: World, overrides: AgentOverrides = {}): Promise<Agent> {
@@ -103,8 +107,8 @@ export async function startAgent(world: World, overrides: AgentOverrides = {}): 
         retryPeriodMs: 500,
       },
     }),
-    metrics: createMetrics({ defaultMetrics: false }),
-    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    metrics: overrides.metrics ?? createMetrics({ defaultMetrics: false }),
+    logger: overrides.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
   });
   await agent.start();
   return agent;

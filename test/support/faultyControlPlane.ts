@@ -9,6 +9,8 @@ export interface FaultyControlPlane {
   fault: Fault;
   /** Deployment ids left out of every listing (as if deleted without AWAITING_DELETE). */
   readonly hidden: Set<string>;
+  /** Requests seen, as `METHOD /path` without the query. */
+  readonly requests: string[];
   close(): Promise<void>;
 }
 
@@ -16,8 +18,10 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
   const target = new URL(upstream);
   const state: { fault: Fault } = { fault: 'none' };
   const hidden = new Set<string>();
+  const requests: string[] = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', upstream);
+    requests.push(`${req.method} ${url.pathname}`);
     const isListing = req.method === 'GET' && url.pathname === '/v2/deployments';
     if (state.fault === 'errors') {
       res
@@ -69,6 +73,7 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
       state.fault = value;
     },
     hidden,
+    requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -80,6 +80,39 @@ describe('drift', () => {
     expect(driftPath(desired, live)).toBe(path);
   });
 
+  /** An object holding `value` at a path such as `spec.containers[0].env[0].value`. */
+  const objectAt = (path: string, value: string): Record<string, unknown> => {
+    const keys = path.replace(/\[(\d+)\]/g, '.$1').split('.');
+    const root: Record<string, unknown> = {};
+    let node: Record<string, unknown> = root;
+    keys.forEach((key, i) => {
+      const last = i === keys.length - 1;
+      const next: unknown = last ? value : /^\d+$/.test(keys[i + 1] ?? '') ? [] : {};
+      node[key] = next;
+      if (!last) node = next as Record<string, unknown>;
+    });
+    return root;
+  };
+
+  it.each([
+    ['spec.template.spec.containers[0].env[0].value', '1k', '1000'],
+    ['spec.template.spec.containers[0].env[0].value', '1Gi', '1024Mi'],
+    ['metadata.annotations.size', '0.5', '500m'],
+  ])(
+    'treats quantity-looking text outside quantity fields as text: %s %s → %s is drift',
+    (path, was, now) => {
+      expect(driftPath(objectAt(path, was), objectAt(path, now))).toBe(path);
+    },
+  );
+
+  it.each([
+    ['spec.template.spec.containers[0].resources.limits.memory', '1Gi', '1024Mi'],
+    ['spec.volumeClaimTemplates[0].spec.resources.requests.storage', '1Gi', '1024Mi'],
+    ['spec.template.spec.initContainers[0].resources.requests.cpu', '0.5', '500m'],
+  ])('compares quantity fields by value: %s %s = %s', (path, was, now) => {
+    expect(driftPath(objectAt(path, was), objectAt(path, now))).toBeUndefined();
+  });
+
   it('accepts an int-or-string in its other form', () => {
     expect(driftPath({ port: 8000 }, { port: '8000' })).toBeUndefined();
     expect(driftPath({ port: 'http' }, { port: 'https' })).toBe('port');

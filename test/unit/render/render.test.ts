@@ -320,6 +320,33 @@ describe('pod metadata, volumes and extra containers', () => {
     }
   });
 
+  it.each([
+    ['nothing', undefined, { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '64Mi' } }],
+    [
+      'only a cpu request',
+      { requests: { cpu: '200m' } },
+      { requests: { cpu: '200m', memory: '64Mi' }, limits: { memory: '64Mi' } },
+    ],
+    [
+      'only limits (the API server takes them as requests)',
+      { limits: { cpu: '1', memory: '1Gi' } },
+      { requests: {}, limits: { cpu: '1', memory: '1Gi' } },
+    ],
+    [
+      'both',
+      { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '48Mi' } },
+      { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '48Mi' } },
+    ],
+  ])('gives a sidecar and an init container that set %s the missing requests', (_name, given, expected) => {
+    const container = { name: 'side', image: 'busybox:1', ...(given ? { resources: given } : {}) };
+    const objects = render(
+      withSpec({ sidecars: [container], init_containers: [{ ...container, name: 'init' }] }),
+    );
+    const pod = (find(objects, 'Deployment') as Json).spec.template.spec;
+    expect(pod.containers[1].resources).toEqual(expected);
+    expect(pod.initContainers[0].resources).toEqual(expected);
+  });
+
   it('refuses a mount of a missing volume, duplicate names, a bad env name, a missing sidecar image', () => {
     const found = problems(
       withSpec({

@@ -101,3 +101,94 @@ describe('status reporter', () => {
     },
   );
 });
+
+describe('status reporter: refusals and volume', () => {
+  const refuse = (status: number) =>
+    new ControlPlaneError('refused', { code: 'HTTP', method: 'POST', path: '/x', status });
+
+  it.each([400, 409, 413, 422])(
+    'drops a batch refused with %i once, with one warning and a metric, and sends later reports',
+    async (status) => {
+      let calls = 0;
+      const { r, sent, lines } = reporter(async () => {
+        calls++;
+        if (calls === 1) throw refuse(status);
+      });
+      r.record({ deployment_id: D1, revision_status: 'DEPLOYED' });
+      await r.flush();
+      await r.flush();
+      expect(calls).toBe(1);
+      expect(lines.filter((l) => l.includes('"level":40'))).toHaveLength(1);
+      r.record({ deployment_id: D2, revision_status: 'DEPLOYING' });
+      await r.flush();
+      expect(sent.map((b) => b.reports.map((x) => x.deployment_id))).toEqual([[D2]]);
+      expect(r.enabled).toBe(true);
+    },
+  );
+
+  it('counts a refused batch as rejected, not sent', async () => {
+    const metrics = createMetrics({ defaultMetrics: false });
+    const r = new StatusReporter({
+      sink: {
+        postStatusReports: async () => {
+          throw refuse(422);
+        },
+      },
+      listenerId: '00000000-0000-4000-8000-0000000000aa',
+      logger: pino({ level: 'silent' }),
+      metrics,
+    });
+    r.record({ deployment_id: D1, revision_status: 'DEPLOYED' });
+    await r.flush();
+    const text = await metrics.registry.getSingleMetricAsString('k8s_listener_status_reports_total');
+    expect(text).toContain('result="rejected"} 1');
+    expect(text).not.toContain('result="sent"');
+  });
+
+  it.each([401, 403, 429])('keeps a batch refused with %i for the next cycle', async (status) => {
+    let calls = 0;
+    const { r, sent } = reporter(async () => {
+      calls++;
+      if (calls === 1) throw refuse(status);
+    });
+    r.record({ deployment_id: D1, revision_status: 'DEPLOYED' });
+    await r.flush();
+    await r.flush();
+    expect(sent.map((b) => b.reports.map((x) => x.deployment_id))).toEqual([[D1]]);
+  });
+
+  it('keeps the latest status of every deployment, however many, and sends them all in batches', async () => {
+    const { r, sent } = reporter(async () => {});
+    const ids = Array.from(
+      { length: 1_234 },
+      (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+    );
+    for (const id of ids) r.record({ deployment_id: id, revision_status: 'DEPLOYING' });
+    for (const id of ids) r.record({ deployment_id: id, revision_status: 'DEPLOYED' });
+    await r.flush();
+    expect(sent.length).toBe(3);
+    for (const batch of sent) expect(batch.reports.length).toBeLessThanOrEqual(500);
+    const reports = sent.flatMap((b) => b.reports);
+    expect(new Set(reports.map((x) => x.deployment_id)).size).toBe(ids.length);
+    expect(reports.every((x) => x.revision_status === 'DEPLOYED')).toBe(true);
+  });
+
+  it('a status recorded while a batch is in flight is sent next, not lost', async () => {
+    let release: () => void = () => {};
+    const { r, sent } = reporter(
+      () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+        }),
+    );
+    r.record({ deployment_id: D1, revision_status: 'DEPLOYING' });
+    const flushing = r.flush();
+    r.record({ deployment_id: D1, revision_status: 'DEPLOYED' });
+    release();
+    await flushing;
+    const second = r.flush();
+    release();
+    await second;
+    expect(sent.map((b) => b.reports.map((x) => x.revision_status))).toEqual([['DEPLOYING'], ['DEPLOYED']]);
+  });
+});

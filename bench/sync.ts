@@ -1,0 +1,590 @@
+// Sync benchmark: the real agent process applying N deployments to a fresh local cluster, against
+// the floor (a bare loop of server-side applies at the agent's concurrency on one keep-alive pool)
+// and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
+// latency, request counts and memory. Targets (issue 10, at N = 1,000) are printed with pass/fail;
+// --strict exits 1 when one is missed.
+// Run: npm run bench:sync -- --deployments 100 [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof]
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import pino from 'pino';
+import { ControlPlaneClient } from '../src/controlplane/client.ts';
+import type { Deployment, DeploymentCreate, Listener, Revision } from '../src/controlplane/schemas/index.ts';
+import { startEmulator } from '../src/emulator/server.ts';
+import { KubeClient } from '../src/kube/kubeClient.ts';
+import { type KubeObject, RenderConfig, renderDeployment } from '../src/render/index.ts';
+import { ANNOTATION_CREATE_ONLY } from '../src/render/ownership.ts';
+import { AGENT_VERSION } from '../src/version.ts';
+import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
+
+const execFileAsync = promisify(execFile);
+const MAIN = new URL('../src/cli/main.ts', import.meta.url).pathname;
+const RESULTS = new URL('./results/', import.meta.url).pathname;
+
+const { values: flags } = parseArgs({
+  options: {
+    deployments: { type: 'string', default: '100' },
+    concurrency: { type: 'string', default: '4' },
+    'poll-interval-ms': { type: 'string', default: '2000' },
+    patches: { type: 'string', default: '50' },
+    'log-level': { type: 'string', default: 'info' },
+    'cpu-prof': { type: 'boolean', default: false },
+    strict: { type: 'boolean', default: false },
+    note: { type: 'string', default: '' },
+  },
+});
+const N = Number(flags.deployments);
+const CONCURRENCY = Number(flags.concurrency);
+const POLL_MS = Number(flags['poll-interval-ms']);
+const PATCHES = Number(flags.patches);
+if (![N, CONCURRENCY, POLL_MS, PATCHES].every((n) => Number.isInteger(n) && n > 0)) {
+  console.error('--deployments, --concurrency, --poll-interval-ms and --patches take positive whole numbers');
+  process.exit(2);
+}
+// Every wait is bounded: a stuck phase fails the run instead of hanging it.
+const PHASE_TIMEOUT_MS = Math.max(120_000, N * 600);
+const NAMESPACES = ['bench-a', 'bench-b', 'bench-c', 'bench-d'];
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete']);
+const log = (line: string) => console.error(`[bench:sync ${new Date().toISOString().slice(11, 19)}] ${line}`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const seconds = (ms: number) => Number((ms / 1000).toFixed(2));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+/** The benchmark's fleet: most with main + queue + secrets, a fifth with a database and a key-value store, some with sidecars and volumes. */
+function fleetDeployment(i: number, listenerId: string): DeploymentCreate {
+  const withQueue = i % 10 < 8;
+  const withData = i % 5 === 0;
+  const withSidecar = i % 7 === 3;
+  return {
+    name: `bench-${i}`,
+    source: 'external_container',
+    source_config: {
+      listener_id: listenerId,
+      listener_config: { k8s_namespace: NAMESPACES[i % NAMESPACES.length] },
+      deployment_type: 'dev',
+      resource_spec: {
+        min_scale: 1,
+        max_scale: i % 3 === 0 ? 3 : 1,
+        cpu: 0.1,
+        memory_mb: 128,
+        ...(withQueue ? { queue_min_scale: 1, queue_max_scale: 1, queue_cpu: 0.1, queue_memory_mb: 64 } : {}),
+        ...(withData ? { db_cpu: 0.1, db_memory_mb: 256, db_storage_gi: 1, kvstore_memory_mb: 64 } : {}),
+        ...(withSidecar
+          ? {
+              volumes: [{ name: 'cache', emptyDir: { sizeLimit: '256Mi' } }],
+              volume_mounts: [{ name: 'cache', mountPath: '/var/cache/app' }],
+              sidecars: [
+                {
+                  name: 'log-shipper',
+                  image: 'busybox:1.36',
+                  args: ['tail', '-F', '/var/cache/app/app.log'],
+                  resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { memory: '32Mi' } },
+                  volumeMounts: [{ name: 'cache', mountPath: '/var/cache/app', readOnly: true }],
+                },
+              ],
+            }
+          : {}),
+      },
+    },
+    source_revision_config: { image_uri: `registry.example.test/bench/app:1.0.${i}` },
+    secrets: [
+      { name: 'API_TOKEN', value: `bench-secret-${i}` },
+      { name: 'WEBHOOK_KEY', value: `bench-webhook-${i}` },
+    ],
+  };
+}
+
+/** Prometheus text → samples (name, labels, value); enough for the agent's own exposition. */
+interface Sample {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly value: number;
+}
+function parseMetrics(text: string): Sample[] {
+  const samples: Sample[] = [];
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)/.exec(line);
+    if (!match) continue;
+    const labels: Record<string, string> = {};
+    for (const pair of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g))
+      labels[pair[1] ?? ''] = pair[2] ?? '';
+    samples.push({ name: match[1] ?? '', labels, value: Number(match[3]) });
+  }
+  return samples;
+}
+const total = (samples: Sample[], name: string, keep: (l: Record<string, string>) => boolean = () => true) =>
+  samples.filter((s) => s.name === name && keep(s.labels)).reduce((sum, s) => sum + s.value, 0);
+const byVerb = (samples: Sample[]) => {
+  const verbs: Record<string, number> = {};
+  for (const s of samples)
+    if (s.name === 'k8s_listener_kube_requests_total')
+      verbs[s.labels.verb ?? '?'] = (verbs[s.labels.verb ?? '?'] ?? 0) + s.value;
+  return verbs;
+};
+const byKindAndVerb = (samples: Sample[]) => {
+  const counts: Record<string, number> = {};
+  for (const s of samples)
+    if (s.name === 'k8s_listener_kube_requests_total' && s.value > 0) {
+      const key = `${s.labels.kind ?? '?'} ${s.labels.verb ?? '?'}`;
+      counts[key] = (counts[key] ?? 0) + s.value;
+    }
+  return counts;
+};
+const writesExceptLease = (samples: Sample[]) =>
+  total(
+    samples,
+    'k8s_listener_kube_requests_total',
+    (l) => WRITE_VERBS.has(l.verb ?? '') && l.kind !== 'Lease',
+  );
+const controlPlaneRequests = (samples: Sample[]) =>
+  total(samples, 'k8s_listener_control_plane_requests_total');
+const polls = (samples: Sample[]) => total(samples, 'k8s_listener_polls_total');
+
+function quantile(sorted: readonly number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
+/** Applies every object with `workers` parallel loops over one client (one keep-alive pool). */
+async function applyAll(kube: KubeClient, objects: readonly KubeObject[], workers: number): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < objects.length) {
+        const object = objects[next++];
+        if (object) await kube.apply(object, { force: true });
+      }
+    }),
+  );
+  return performance.now() - started;
+}
+
+/** The rendered objects of the fleet, moved to other namespaces (the floor's and kubectl's). */
+function renderFleet(
+  fleet: readonly { deployment: Deployment; revision: Revision | undefined }[],
+  listener: Listener,
+  namespaceOf: (original: string) => string,
+  config: RenderConfig,
+): KubeObject[] {
+  const objects: KubeObject[] = [];
+  const moved = {
+    ...listener,
+    compute_config: { ...listener.compute_config, k8s_namespaces: NAMESPACES.map(namespaceOf) },
+  };
+  for (const { deployment, revision } of fleet) {
+    const copy = structuredClone(deployment);
+    const original = copy.source_config.listener_config?.k8s_namespace ?? '';
+    copy.source_config.listener_config = { k8s_namespace: namespaceOf(original) };
+    const result = renderDeployment(
+      { deployment: copy, revision, listener: moved, allowedNamespaces: undefined },
+      config,
+    );
+    if (!result.ok) throw result.error;
+    objects.push(...result.value.objects);
+  }
+  return objects;
+}
+
+interface AgentProcess {
+  readonly child: ChildProcess;
+  readonly metricsUrl: Promise<string>;
+  readonly exited: Promise<number | null>;
+}
+
+function startAgentProcess(configPath: string, profileDir: string | undefined): AgentProcess {
+  const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...nodeFlags, MAIN, 'run', '--config', configPath], {
+    env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4_000);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const metricsUrl = new Promise<string>((resolve, reject) => {
+    let pending = '';
+    const onData = (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        const match = /"probes":"(http:\/\/[^"]+)"/.exec(line);
+        if (match) {
+          resolve(`${match[1]}/metrics`);
+          // The rest of the log is not needed; reading it keeps the pipe from filling.
+          child.stdout?.off('data', onData);
+          child.stdout?.resume();
+        }
+      }
+    };
+    child.stdout?.on('data', onData);
+    void exited.then((code) => reject(new Error(`agent exited (${code}) before it started: ${stderr}`)));
+  });
+  return { child, metricsUrl, exited };
+}
+
+async function stopAgent(agent: AgentProcess): Promise<void> {
+  agent.child.kill('SIGTERM');
+  const stopped = await Promise.race([agent.exited.then(() => true), sleep(30_000).then(() => false)]);
+  if (!stopped) {
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+  }
+}
+
+async function procStatus(pid: number): Promise<{ rssMiB: number; hwmMiB: number } | undefined> {
+  try {
+    const text = await readFile(`/proc/${pid}/status`, 'utf8');
+    const kib = (field: string) =>
+      Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN);
+    return { rssMiB: kib('VmRSS') / 1024, hwmMiB: kib('VmHWM') / 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
+// --- The run ---------------------------------------------------------------------------------
+const runStarted = new Date();
+const loadAtStart = loadavg().map((l) => Number(l.toFixed(2)));
+log(
+  `N=${N}, concurrency ${CONCURRENCY}, poll interval ${POLL_MS} ms; load average ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`,
+);
+const binDir = await ensureClusterBinaries();
+const kubectl = join(binDir, 'kubectl');
+const cluster = await startLocalCluster({ binDir });
+const emulator = await startEmulator({});
+const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
+const admin = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, { logger: pino({ level: 'silent' }) });
+const workDir = await mkdtemp(join(tmpdir(), 'k8s-listener-bench-'));
+let agent: AgentProcess | undefined;
+try {
+  const floorNamespaces = NAMESPACES.map((n) => `floor-${n}`);
+  const kubectlNamespaces = NAMESPACES.map((n) => `kubectl-${n}`);
+  for (const name of [...NAMESPACES, ...floorNamespaces, ...kubectlNamespaces])
+    await admin.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject, {
+      force: true,
+    });
+
+  const listener = await client.createListener({
+    compute_type: 'k8s',
+    compute_id: 'bench',
+    compute_config: { k8s_namespaces: NAMESPACES },
+  });
+  for (let i = 0; i < N; i++) await client.createDeployment(fleetDeployment(i, listener.id));
+  const seeded = emulator
+    .state()
+    .deployments.map((d) => ({ deployment: d.deployment, revision: d.revisions.at(-1) }));
+  const renderConfig = RenderConfig.parse({});
+  const agentObjects = renderFleet(seeded, listener, (n) => n, renderConfig);
+  const expectedApplies = agentObjects.filter(
+    (o) => o.metadata.annotations?.[ANNOTATION_CREATE_ONLY] !== 'true',
+  ).length;
+  log(`seeded ${N} deployments: ${agentObjects.length} objects (${expectedApplies} by apply)`);
+
+  // The agent, as operators run it: a process with a configuration file.
+  const configPath = join(workDir, 'config.yaml');
+  await writeFile(
+    configPath,
+    JSON.stringify({
+      listenerId: listener.id,
+      controlPlane: { baseUrl: emulator.url },
+      kubeconfig: cluster.kubeconfigPath,
+      agentNamespace: 'default',
+      probes: { host: '127.0.0.1', port: 0 },
+      log: { level: flags['log-level'], format: 'json' },
+      reconcile: { pollIntervalMs: POLL_MS, concurrency: CONCURRENCY },
+    }),
+  );
+  const profileDir = flags['cpu-prof'] ? join(workDir, 'cpu-prof') : undefined;
+  const started = performance.now();
+  agent = startAgentProcess(configPath, profileDir);
+  const pid = agent.child.pid ?? 0;
+  const metricsUrl = await agent.metricsUrl;
+  let peakHeapMiB = 0;
+  const scrape = async (): Promise<Sample[]> => {
+    const samples = parseMetrics(await (await fetch(metricsUrl)).text());
+    peakHeapMiB = Math.max(peakHeapMiB, total(samples, 'k8s_listener_nodejs_heap_size_used_bytes') / 2 ** 20);
+    return samples;
+  };
+
+  // Cold sync: every object applied (the agent's apply counter), then every revision DEPLOYED.
+  await until(
+    'every object applied',
+    async () =>
+      total(await scrape(), 'k8s_listener_objects_applied_total') >= expectedApplies ? true : undefined,
+    PHASE_TIMEOUT_MS,
+    500,
+  );
+  const appliedMs = performance.now() - started;
+  log(`every object applied after ${seconds(appliedMs)} s`);
+  const deployedCount = () =>
+    emulator.state().deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED').length;
+  await until(
+    'every revision DEPLOYED',
+    async () => (deployedCount() === N ? true : undefined),
+    PHASE_TIMEOUT_MS,
+    500,
+  );
+  const deployedMs = performance.now() - started;
+  const afterCold = await scrape();
+  log(`every revision DEPLOYED after ${seconds(deployedMs)} s`);
+  const live = (await admin.list('Deployment', { namespace: NAMESPACES[0] })).length;
+
+  // Steady state: nothing changes for 5 poll cycles (after one cycle to let the last reports settle).
+  const waitPolls = async (count: number, from: Sample[]) =>
+    until(
+      `${count} poll cycles`,
+      async () => {
+        const now = await scrape();
+        return polls(now) - polls(from) >= count ? now : undefined;
+      },
+      (count + 2) * POLL_MS * 2 + 30_000,
+      200,
+    );
+  const settled = await waitPolls(2, afterCold);
+  const steadyEnd = await waitPolls(5, settled);
+  const steadyCycles = polls(steadyEnd) - polls(settled);
+  const steady = {
+    cycles: steadyCycles,
+    writesExceptLease: writesExceptLease(steadyEnd) - writesExceptLease(settled),
+    leaseWrites:
+      total(
+        steadyEnd,
+        'k8s_listener_kube_requests_total',
+        (l) => l.kind === 'Lease' && WRITE_VERBS.has(l.verb ?? ''),
+      ) -
+      total(
+        settled,
+        'k8s_listener_kube_requests_total',
+        (l) => l.kind === 'Lease' && WRITE_VERBS.has(l.verb ?? ''),
+      ),
+    controlPlanePerCycle: (controlPlaneRequests(steadyEnd) - controlPlaneRequests(settled)) / steadyCycles,
+  };
+  log(`steady state: ${JSON.stringify(steady)}`);
+
+  // Change → applied: a new image on a deployment, until the Deployment object carries it.
+  const latencies: number[] = [];
+  const watchAbort = new AbortController();
+  const waiting = new Map<string, { image: string; since: number; done: () => void }>();
+  const watches = NAMESPACES.map(async (namespace) => {
+    const list = await admin.listWithVersion('Deployment', { namespace });
+    try {
+      for await (const event of admin.watch('Deployment', {
+        namespace,
+        resourceVersion: list.resourceVersion,
+        signal: watchAbort.signal,
+      })) {
+        const key = `${namespace}/${event.object.metadata.name}`;
+        const wanted = waiting.get(key);
+        const spec = event.object.spec as
+          | { template?: { spec?: { containers?: { image?: string }[] } } }
+          | undefined;
+        if (wanted && spec?.template?.spec?.containers?.some((c) => c.image === wanted.image)) {
+          latencies.push(performance.now() - wanted.since);
+          waiting.delete(key);
+          wanted.done();
+        }
+      }
+    } catch (error) {
+      if (!watchAbort.signal.aborted) throw error;
+    }
+  });
+  await sleep(500);
+  const patchesStarted = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let p = 0; p < PATCHES; p++) {
+    const target = seeded[(p * 7) % seeded.length];
+    if (!target) break;
+    const namespace = target.deployment.source_config.listener_config?.k8s_namespace ?? '';
+    const rendered = renderFleet([target], listener, (n) => n, renderConfig);
+    const main = rendered.find(
+      (o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === 'main',
+    );
+    if (!main) throw new Error(`no main Deployment rendered for ${target.deployment.name}`);
+    const image = `registry.example.test/bench/app:2.${p}.0`;
+    const done = new Promise<void>((resolve) =>
+      waiting.set(`${namespace}/${main.metadata.name}`, { image, since: performance.now(), done: resolve }),
+    );
+    await client.patchDeployment(target.deployment.id, { source_revision_config: { image_uri: image } });
+    pending.push(done);
+    // Spread over a few poll intervals, as edits arrive in life, not all in one poll.
+    await sleep((POLL_MS * 3) / PATCHES);
+  }
+  await Promise.race([
+    Promise.all(pending),
+    sleep(PHASE_TIMEOUT_MS).then(() => {
+      throw new Error(`change → applied: ${waiting.size} of ${PATCHES} changes not applied in time`);
+    }),
+  ]);
+  watchAbort.abort();
+  await Promise.allSettled(watches);
+  latencies.sort((a, b) => a - b);
+  const latency = {
+    patches: latencies.length,
+    p50Ms: Math.round(quantile(latencies, 0.5)),
+    p99Ms: Math.round(quantile(latencies, 0.99)),
+    maxMs: Math.round(latencies.at(-1) ?? Number.NaN),
+    spanS: seconds(performance.now() - patchesStarted),
+  };
+  log(`change → applied: ${JSON.stringify(latency)}`);
+  const final = await scrape();
+  const memory = await procStatus(pid);
+  await stopAgent(agent);
+  agent = undefined;
+
+  // The floor: the same objects, a bare loop of server-side applies at the agent's concurrency.
+  const floorKube = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, {
+    logger: pino({ level: 'silent' }),
+  });
+  const floorObjects = renderFleet(seeded, listener, (n) => `floor-${n}`, renderConfig);
+  const floorMs = await applyAll(floorKube, floorObjects, CONCURRENCY);
+  await floorKube.close();
+  log(`floor: ${floorObjects.length} objects in ${seconds(floorMs)} s`);
+
+  // kubectl: the same objects, one `kubectl apply --server-side` per namespace, one after another.
+  const kubectlObjects = renderFleet(seeded, listener, (n) => `kubectl-${n}`, renderConfig);
+  let kubectlMs = 0;
+  for (const namespace of kubectlNamespaces) {
+    const file = join(workDir, `${namespace}.json`);
+    const items = kubectlObjects.filter((o) => o.metadata.namespace === namespace);
+    await writeFile(file, JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+    const before = performance.now();
+    await execFileAsync(
+      kubectl,
+      ['--kubeconfig', cluster.kubeconfigPath, 'apply', '--server-side', '--force-conflicts', '-f', file],
+      { maxBuffer: 64 * 2 ** 20, timeout: PHASE_TIMEOUT_MS },
+    ).catch((error: { stderr?: string }) => {
+      throw new Error(`kubectl apply in ${namespace} failed: ${(error.stderr ?? '').slice(0, 2_000)}`);
+    });
+    kubectlMs += performance.now() - before;
+  }
+  log(`kubectl: ${kubectlObjects.length} objects in ${seconds(kubectlMs)} s`);
+
+  const version = JSON.parse(
+    (await execFileAsync(kubectl, ['--kubeconfig', cluster.kubeconfigPath, 'version', '-o', 'json'])).stdout,
+  ) as { serverVersion?: { gitVersion?: string }; clientVersion?: { gitVersion?: string } };
+  const verbs = byVerb(afterCold);
+  const result = {
+    startedAt: runStarted.toISOString(),
+    deployments: N,
+    objects: agentObjects.length,
+    concurrency: CONCURRENCY,
+    pollIntervalMs: POLL_MS,
+    note: flags.note || undefined,
+    machine: {
+      cores: cpus().length,
+      cpuModel: cpus()[0]?.model,
+      memoryGiB: Number((totalmem() / 2 ** 30).toFixed(1)),
+      loadAverageAtStart: loadAtStart,
+      loadAverageAtEnd: loadavg().map((l) => Number(l.toFixed(2))),
+    },
+    versions: {
+      agent: AGENT_VERSION,
+      node: process.version,
+      kubeApiserver: version.serverVersion?.gitVersion,
+      kubectl: version.clientVersion?.gitVersion,
+    },
+    coldSync: {
+      appliedS: seconds(appliedMs),
+      deployedS: seconds(deployedMs),
+      liveDeploymentsInFirstNamespace: live,
+    },
+    floorS: seconds(floorMs),
+    kubectlS: seconds(kubectlMs),
+    ratios: {
+      agentOverFloor: Number((appliedMs / floorMs).toFixed(2)),
+      kubectlOverAgent: Number((kubectlMs / appliedMs).toFixed(2)),
+    },
+    coldRequestsPerDeployment: Object.fromEntries(
+      Object.entries(verbs).map(([verb, count]) => [verb, Number((count / N).toFixed(2))]),
+    ),
+    coldRequestsByKindAndVerb: byKindAndVerb(afterCold),
+    coldControlPlanePerCycle: Number(
+      (controlPlaneRequests(afterCold) / Math.max(1, polls(afterCold))).toFixed(1),
+    ),
+    coldPollCycles: polls(afterCold),
+    steady: { ...steady, controlPlanePerCycle: Number(steady.controlPlanePerCycle.toFixed(1)) },
+    changeToApplied: latency,
+    memory: {
+      peakRssMiB: Number((memory?.hwmMiB ?? Number.NaN).toFixed(1)),
+      rssAtEndMiB: Number((memory?.rssMiB ?? Number.NaN).toFixed(1)),
+      peakHeapUsedMiB: Number(peakHeapMiB.toFixed(1)),
+    },
+    totalRequests: byVerb(final),
+    cpuProfileDir: profileDir,
+  };
+
+  const targets = [
+    { target: 'cold sync to applied ≤ 1.5 × floor', pass: result.ratios.agentOverFloor <= 1.5 },
+    { target: 'kubectl ≥ 5 × slower than the agent', pass: result.ratios.kubectlOverAgent >= 5 },
+    { target: '0 writes in steady state (Lease aside)', pass: steady.writesExceptLease === 0 },
+    {
+      target: `change → applied p99 ≤ poll interval + 1 s (${POLL_MS + 1000} ms)`,
+      pass: latency.p99Ms <= POLL_MS + 1000,
+    },
+    { target: 'peak RSS ≤ 150 MB', pass: (memory?.hwmMiB ?? Number.POSITIVE_INFINITY) * 2 ** 20 <= 150e6 },
+  ];
+  await mkdir(RESULTS, { recursive: true });
+  const stamp = runStarted.toISOString().replace(/[:.]/g, '-');
+  const path = join(RESULTS, `${stamp}-${N}.json`);
+  await writeFile(path, `${JSON.stringify({ ...result, targets }, null, 2)}\n`);
+
+  const rows: [string, string][] = [
+    ['deployments / objects', `${N} / ${agentObjects.length}`],
+    ['concurrency, poll interval', `${CONCURRENCY}, ${POLL_MS} ms`],
+    ['cold sync: every object applied', `${result.coldSync.appliedS} s`],
+    ['cold sync: every revision DEPLOYED', `${result.coldSync.deployedS} s`],
+    ['floor (bare SSA loop)', `${result.floorS} s`],
+    ['kubectl apply --server-side (per namespace)', `${result.kubectlS} s`],
+    ['agent / floor', `${result.ratios.agentOverFloor}`],
+    ['kubectl / agent', `${result.ratios.kubectlOverAgent}`],
+    [
+      'API requests per deployment (cold)',
+      Object.entries(result.coldRequestsPerDeployment)
+        .map(([v, c]) => `${v} ${c}`)
+        .join(', '),
+    ],
+    ['control-plane requests per poll (cold)', `${result.coldControlPlanePerCycle}`],
+    [
+      'steady (5 polls): writes, Lease aside',
+      `${steady.writesExceptLease} (Lease writes ${steady.leaseWrites})`,
+    ],
+    ['steady: control-plane requests per poll', `${result.steady.controlPlanePerCycle}`],
+    ['change → applied p50 / p99', `${latency.p50Ms} / ${latency.p99Ms} ms (${latency.patches} changes)`],
+    ['peak RSS / peak heap used', `${result.memory.peakRssMiB} / ${result.memory.peakHeapUsedMiB} MiB`],
+    [
+      'machine',
+      `${result.machine.cores} cores, ${result.machine.memoryGiB} GiB, load ${loadAtStart.join(' ')} → ${result.machine.loadAverageAtEnd.join(' ')}`,
+    ],
+    [
+      'versions',
+      `agent ${AGENT_VERSION}, node ${process.version}, kube-apiserver ${result.versions.kubeApiserver}`,
+    ],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  console.log(rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'));
+  console.log(`\nTargets (issue 10, stated at N = 1,000${N === 1000 ? '' : `; this run is N = ${N}`}):`);
+  for (const { target, pass } of targets) console.log(`  ${pass ? 'PASS' : 'FAIL'}  ${target}`);
+  console.log(`\nResults: ${path}${profileDir ? `\nCPU profile: ${profileDir}` : ''}`);
+  if (flags.strict && targets.some((t) => !t.pass)) process.exitCode = 1;
+} finally {
+  if (agent) await stopAgent(agent);
+  await client.close();
+  await admin.close();
+  await emulator.close();
+  await cluster.stop();
+}

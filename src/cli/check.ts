@@ -1,0 +1,514 @@
+// `k8s-listener check`: a preflight checklist of everything the agent needs before it can work —
+// its configuration, the control plane, its listener, the cluster, its namespaces, its permissions.
+import { parseArgs } from 'node:util';
+import pino, { type Logger } from 'pino';
+import { z } from 'zod';
+import { type AgentConfig, ConfigError } from '../config/agentConfig.ts';
+import { isControlPlaneError } from '../controlplane/errors.ts';
+import type { Listener } from '../controlplane/schemas/index.ts';
+import { type AccessQuestion, reviewAccess, selfUserName } from '../kube/accessReview.ts';
+import { isForbidden, isNotFound, KubeApiError } from '../kube/errors.ts';
+import { KubeClient, type KubeObject } from '../kube/index.ts';
+import { formatMicroTime } from '../kube/microTime.ts';
+import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
+import {
+  leaseAccess,
+  namespaceAccess,
+  qualifiedResource,
+  type RequiredAccess,
+} from '../reconcile/requiredAccess.ts';
+import { AGENT_NAME, LABEL_MANAGED_BY } from '../render/ownership.ts';
+import { AGENT_VERSION } from '../version.ts';
+import {
+  CONFIG_FLAGS,
+  CONFIG_FLAGS_USAGE,
+  type ConfigFlagValues,
+  commandControlPlaneClient,
+  loadConfigFromFlags,
+} from './configFlags.ts';
+import { createLogger } from './logger.ts';
+
+export const CHECK_USAGE = `Usage: k8s-listener check [options] [--output text|json]
+
+Checks, one line each (✓ or ✗ with the reason and the fix), that the agent can work: the
+configuration loads; the control plane answers and accepts the API key; the listener exists, is
+k8s, and shares namespaces with the allow-list; each namespace exists; every permission the agent
+uses is granted (SelfSubjectAccessReview) in each namespace it manages, and its Lease in its own
+namespace; the Kubernetes version is supported (${SUPPORTED_RANGE}).
+Exit code 0 when every check passes, 1 otherwise, 2 for a usage error.
+${CONFIG_FLAGS_USAGE}
+  --output FORMAT        text (default) or json
+`;
+
+/** One line of the checklist; `--output json` prints a `CheckReport`, a documented shape. */
+export const CheckLine = z.object({
+  /** Stable identifier, e.g. `control-plane`, `namespace/apps`, `access/apps/secrets`. */
+  id: z.string(),
+  ok: z.boolean(),
+  title: z.string(),
+  reason: z.string().optional(),
+  fix: z.string().optional(),
+});
+export type CheckLine = z.infer<typeof CheckLine>;
+
+export const CheckReport = z.object({
+  ok: z.boolean(),
+  /** The agent version that checked. */
+  version: z.string(),
+  checks: z.array(CheckLine),
+});
+export type CheckReport = z.infer<typeof CheckReport>;
+
+export interface CheckIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr?: NodeJS.WritableStream;
+}
+
+/** A usage error (unknown flag, bad --output): 2, as the other commands. */
+export const CHECK_EXIT_USAGE = 2;
+
+export async function runCheckCommand(
+  argv: readonly string[],
+  io: CheckIo = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  const usage = (message: string): number => {
+    (io.stderr ?? process.stderr).write(`${AGENT_NAME} check: ${message}\n\n${CHECK_USAGE}`);
+    return CHECK_EXIT_USAGE;
+  };
+  let values: ReturnType<typeof parseFlags>['values'];
+  try {
+    ({ values } = parseFlags(argv));
+  } catch (error) {
+    return usage(error instanceof Error ? error.message : String(error));
+  }
+  if (values.help) {
+    io.stdout.write(CHECK_USAGE);
+    return 0;
+  }
+  if (values.output !== 'text' && values.output !== 'json') {
+    return usage(`--output must be text or json, not ${values.output}`);
+  }
+  const report = await runPreflight(values);
+  io.stdout.write(
+    values.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatChecklist(report),
+  );
+  return report.ok ? 0 : 1;
+}
+
+function parseFlags(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    options: {
+      ...CONFIG_FLAGS,
+      output: { type: 'string', default: 'text' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+/** Runs every check it can; a check that depends on one that failed is reported as not checked. */
+export async function runPreflight(flags: ConfigFlagValues): Promise<CheckReport> {
+  const lines: CheckLine[] = [];
+  let config: AgentConfig;
+  try {
+    config = await loadConfigFromFlags(flags);
+    lines.push({
+      id: 'config',
+      ok: true,
+      title: `configuration loads: listener ${config.listenerId}, control plane ${config.controlPlane.baseUrl}, kubeconfig ${config.kubeconfig ?? 'in-cluster'}`,
+    });
+  } catch (error) {
+    lines.push({
+      id: 'config',
+      ok: false,
+      title: 'configuration does not load',
+      reason: error instanceof Error ? error.message : String(error),
+      fix:
+        error instanceof ConfigError
+          ? 'correct the named fields in the --config file, the environment or the flags'
+          : 'see the reason',
+    });
+    return report(lines);
+  }
+  // Logs go to stderr, and only when asked for: stdout is the checklist.
+  const logger =
+    flags['log-level'] === undefined
+      ? pino({ level: 'silent' })
+      : createLogger(config.log.level, pino.destination(2));
+
+  const listener = await checkControlPlane(config, logger, lines);
+  const managed = managedNamespaces(config, listener);
+  await checkCluster(config, managed, logger, lines);
+  return report(lines);
+}
+
+function report(lines: readonly CheckLine[]): CheckReport {
+  return { ok: lines.every((line) => line.ok), version: AGENT_VERSION, checks: [...lines] };
+}
+
+/** The control plane line and the listener line; returns the listener when it could be read. */
+async function checkControlPlane(
+  config: AgentConfig,
+  logger: Logger,
+  lines: CheckLine[],
+): Promise<Listener | undefined> {
+  const { baseUrl, apiKey, apiKeyFile } = config.controlPlane;
+  const client = commandControlPlaneClient(config, logger, 'check');
+  const id = config.listenerId;
+  try {
+    const listener = await client.getListener(id);
+    lines.push({
+      id: 'control-plane',
+      ok: true,
+      title: `control plane answers at ${baseUrl} and accepts the API key`,
+    });
+    lines.push(listenerLine(config, listener));
+    return listener;
+  } catch (error) {
+    if (isControlPlaneError(error, 404)) {
+      lines.push({
+        id: 'control-plane',
+        ok: true,
+        title: `control plane answers at ${baseUrl} and accepts the API key`,
+      });
+      lines.push({
+        id: 'listener',
+        ok: false,
+        title: `listener ${id} does not exist at the control plane`,
+        reason: 'GET /v2/listeners/{id} answered 404',
+        fix: 'correct listenerId (K8S_LISTENER_LISTENER_ID, the chart value listenerId), or create the listener (POST /v2/listeners, compute_type k8s)',
+      });
+      return undefined;
+    }
+    const refused = isControlPlaneError(error, 401) || isControlPlaneError(error, 403);
+    lines.push({
+      id: 'control-plane',
+      ok: false,
+      title: refused
+        ? `control plane at ${baseUrl} refuses the API key`
+        : `control plane does not answer at ${baseUrl}`,
+      reason: error instanceof Error ? error.message : String(error),
+      fix: refused
+        ? `set controlPlane.apiKey (K8S_LISTENER_API_KEY, or the chart's API key Secret) to a key the control plane accepts${apiKey || apiKeyFile ? '' : ' — none is set'}`
+        : 'correct controlPlane.baseUrl (K8S_LISTENER_CONTROL_PLANE_URL), and check that the agent can reach it (DNS, proxy, NetworkPolicy egress)',
+    });
+    lines.push({
+      id: 'listener',
+      ok: false,
+      title: `listener ${id} not checked`,
+      reason: 'the control plane could not be asked',
+      fix: 'fix the control plane line first',
+    });
+    return undefined;
+  } finally {
+    await client.close();
+  }
+}
+
+function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
+  const id = `listener ${listener.id}`;
+  if (listener.compute_type !== 'k8s') {
+    return {
+      id: 'listener',
+      ok: false,
+      title: `${id} has compute type ${listener.compute_type}, not k8s`,
+      reason: 'this agent serves only listeners of compute type k8s',
+      fix: 'point listenerId at a k8s listener',
+    };
+  }
+  const listed = listener.compute_config?.k8s_namespaces ?? [];
+  const allowList = config.namespaces;
+  const managed = managedNamespaces(config, listener);
+  const allowText = allowList ? `agent allow-list: ${allowList.join(', ')}` : 'no agent allow-list';
+  if (managed.length === 0) {
+    return {
+      id: 'listener',
+      ok: false,
+      title: `${id} leaves no namespace to manage`,
+      reason: `listener k8s_namespaces: ${listed.join(', ') || 'none'}; ${allowText}`,
+      fix: "add a namespace to both the listener's compute_config.k8s_namespaces and the agent's namespaces (K8S_LISTENER_NAMESPACES, the chart value namespaces)",
+    };
+  }
+  const ignored = listed.filter((namespace) => !managed.includes(namespace));
+  return {
+    id: 'listener',
+    ok: true,
+    title: `${id} is k8s and shares namespaces with the agent: ${managed.join(', ')} (${allowText}${ignored.length > 0 ? `; not managed: ${ignored.join(', ')}` : ''})`,
+  };
+}
+
+/** As the agent registers: the listener's namespaces within the allow-list; the allow-list alone when the listener is unknown. */
+function managedNamespaces(config: AgentConfig, listener: Listener | undefined): string[] {
+  if (listener === undefined) return [...(config.namespaces ?? [])];
+  if (listener.compute_type !== 'k8s') return [];
+  const listed = listener.compute_config?.k8s_namespaces ?? [];
+  const allowList = config.namespaces;
+  return allowList ? listed.filter((namespace) => allowList.includes(namespace)) : [...listed];
+}
+
+async function checkCluster(
+  config: AgentConfig,
+  managed: readonly string[],
+  logger: Logger,
+  lines: CheckLine[],
+): Promise<void> {
+  let kube: KubeClient;
+  try {
+    kube = await KubeClient.fromKubeconfig(config.kubeconfig, {
+      logger,
+      requestTimeoutMs: 10_000,
+      userAgent: `${AGENT_NAME}/${AGENT_VERSION} check`,
+    });
+  } catch (error) {
+    lines.push({
+      id: 'kube-api',
+      ok: false,
+      title: 'Kubernetes client configuration does not load',
+      reason: error instanceof Error ? error.message : String(error),
+      fix: 'correct kubeconfig (K8S_LISTENER_KUBECONFIG), or run in a Pod with a service account token',
+    });
+    return;
+  }
+  try {
+    const reachable = await checkApiServer(kube, lines);
+    if (!reachable) {
+      lines.push({
+        id: 'namespaces',
+        ok: false,
+        title: 'namespaces and permissions not checked',
+        reason: 'the Kubernetes API server could not be asked',
+        fix: 'fix the Kubernetes API line first',
+      });
+      return;
+    }
+    const user = await selfUserName(kube);
+    const election = config.reconcile.leaderElection;
+    const leaseNamespace = election.leaseNamespace ?? config.agentNamespace;
+    // No managed namespace: the listener line has failed already and says why.
+    for (const namespace of managed) lines.push(await namespaceLine(kube, namespace, 'managed'));
+    // The agent's own namespace matters only for its Lease (it writes nothing else there).
+    if (election.enabled && !managed.includes(leaseNamespace)) {
+      lines.push(await namespaceLine(kube, leaseNamespace, "the agent's own, for its Lease"));
+    }
+
+    const wanted = mergeAccess([
+      ...managed.flatMap((namespace) => namespaceAccess(config).map((access) => ({ namespace, access }))),
+      ...leaseAccess(config).map((access) => ({ namespace: leaseNamespace, access })),
+    ]);
+    const questions: AccessQuestion[] = wanted.flatMap(({ namespace, access }) =>
+      access.verbs.map((verb) => ({
+        namespace,
+        group: access.group,
+        resource: access.resource,
+        name: access.name,
+        verb,
+      })),
+    );
+    let answers: Awaited<ReturnType<typeof reviewAccess>>;
+    try {
+      answers = await reviewAccess(kube, questions);
+    } catch (error) {
+      lines.push({
+        id: 'access',
+        ok: false,
+        title: 'permissions could not be checked',
+        reason: error instanceof Error ? error.message : String(error),
+        fix: 'the API server must serve authorization.k8s.io/v1 SelfSubjectAccessReview to every authenticated user (it does by default)',
+      });
+      return;
+    }
+    const allowed = new Set(answers.filter((a) => a.allowed).map((a) => accessKey(a.namespace, a, a.verb)));
+    for (const { namespace, access } of wanted) {
+      lines.push(accessLine(namespace, access, allowed, user));
+    }
+  } finally {
+    await kube.close();
+  }
+}
+
+function accessKey(
+  namespace: string,
+  access: Pick<RequiredAccess, 'group' | 'resource' | 'name'>,
+  verb: string,
+) {
+  return `${namespace} ${qualifiedResource(access)} ${verb}`;
+}
+
+/** One line per namespace and resource: the Lease's namespace may also be a managed one. */
+function mergeAccess(
+  wanted: readonly { namespace: string; access: RequiredAccess }[],
+): { namespace: string; access: RequiredAccess }[] {
+  const merged = new Map<string, { namespace: string; access: RequiredAccess }>();
+  for (const { namespace, access } of wanted) {
+    const key = accessKey(namespace, access, '');
+    const seen = merged.get(key);
+    const verbs = seen ? [...new Set([...seen.access.verbs, ...access.verbs])] : access.verbs;
+    merged.set(key, { namespace, access: { ...(seen?.access ?? access), verbs } });
+  }
+  return [...merged.values()];
+}
+
+/** The API server line and the version line; false when the server could not be asked at all. */
+async function checkApiServer(kube: KubeClient, lines: CheckLine[]): Promise<boolean> {
+  try {
+    const version = await readServerVersion(kube);
+    lines.push({ id: 'kube-api', ok: true, title: `Kubernetes API server answers at ${kube.server}` });
+    lines.push(
+      isSupportedVersion(version)
+        ? {
+            id: 'kube-version',
+            ok: true,
+            title: `Kubernetes ${version.gitVersion} is supported (${SUPPORTED_RANGE})`,
+          }
+        : {
+            id: 'kube-version',
+            ok: false,
+            title: `Kubernetes ${version.gitVersion} is not supported (${SUPPORTED_RANGE})`,
+            reason: 'the agent uses APIs that are GA only from the oldest supported version on',
+            fix: `upgrade the cluster to Kubernetes ${SUPPORTED_RANGE.replace('≥ ', '')} or later`,
+          },
+    );
+    return true;
+  } catch (error) {
+    const unauthorized = error instanceof KubeApiError && error.status === 401;
+    lines.push({
+      id: 'kube-api',
+      ok: false,
+      title: unauthorized
+        ? `Kubernetes API server at ${kube.server} refuses the credentials`
+        : `Kubernetes API server does not answer at ${kube.server}`,
+      reason: error instanceof Error ? error.message : String(error),
+      fix: unauthorized
+        ? 'renew the token or certificate of the kubeconfig (or the Pod service account token)'
+        : 'correct the server of the kubeconfig, and check that the agent can reach it',
+    });
+    return false;
+  }
+}
+
+/**
+ * A namespace exists when it can be read, or — the agent may not read namespaces, the chart grants
+ * no cluster-wide permission — when a dry-run create of what the agent creates there (an Event in a
+ * managed namespace, a Lease in its own) is accepted: the API server answers 404 for a missing one.
+ */
+async function namespaceLine(kube: KubeClient, namespace: string, role: string): Promise<CheckLine> {
+  const probe = role === 'managed' ? eventProbe(namespace) : leaseProbe(namespace);
+  const id = `namespace/${namespace}`;
+  const missing: CheckLine = {
+    id,
+    ok: false,
+    title: `namespace ${namespace} (${role}) does not exist`,
+    reason: 'the API server answered 404 for it',
+    fix: `kubectl create namespace ${namespace}${role === 'managed' ? ", or remove it from the listener's k8s_namespaces" : ''}`,
+  };
+  try {
+    const live = await kube.getNamespace(namespace);
+    if (live === undefined) return missing;
+    const phase = (live as { status?: { phase?: unknown } }).status?.phase;
+    if (phase === 'Terminating' || live.metadata.deletionTimestamp !== undefined) {
+      return {
+        id,
+        ok: false,
+        title: `namespace ${namespace} (${role}) is being deleted`,
+        reason: 'nothing new can be created in a terminating namespace',
+        fix: `wait for the deletion to finish, then kubectl create namespace ${namespace}`,
+      };
+    }
+    return { id, ok: true, title: `namespace ${namespace} (${role}) exists` };
+  } catch (error) {
+    if (!isForbidden(error)) return unknownNamespace(id, namespace, role, error);
+  }
+  try {
+    await kube.create(probe, { dryRun: true });
+    return { id, ok: true, title: `namespace ${namespace} (${role}) exists` };
+  } catch (error) {
+    if (isNotFound(error)) return missing;
+    return unknownNamespace(id, namespace, role, error);
+  }
+}
+
+/** An Event, as the agent creates in every namespace it manages (never stored: a dry run). */
+function eventProbe(namespace: string): KubeObject {
+  return {
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    metadata: {
+      name: `${AGENT_NAME}-check`,
+      namespace,
+      labels: { [LABEL_MANAGED_BY]: AGENT_NAME },
+      annotations: {},
+    },
+    eventTime: formatMicroTime(Date.now()),
+    reportingController: AGENT_NAME,
+    reportingInstance: `${AGENT_NAME}-check`,
+    action: 'Check',
+    reason: 'Preflight',
+    note: 'dry run of k8s-listener check: never stored',
+    type: 'Normal',
+    // An Event must concern an object of its own namespace; this one need not exist.
+    regarding: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: `${AGENT_NAME}-check` },
+  };
+}
+
+/** A Lease, as leader election creates in its namespace (never stored: a dry run). */
+function leaseProbe(namespace: string): KubeObject {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: `${AGENT_NAME}-check`,
+      namespace,
+      labels: { [LABEL_MANAGED_BY]: AGENT_NAME },
+      annotations: {},
+    },
+    spec: {},
+  };
+}
+
+function unknownNamespace(id: string, namespace: string, role: string, error: unknown): CheckLine {
+  return {
+    id,
+    ok: false,
+    title: `namespace ${namespace} (${role}) could not be checked`,
+    reason: error instanceof Error ? error.message : String(error),
+    fix: 'see the reason; the permission lines below show what the agent may do there',
+  };
+}
+
+function accessLine(
+  namespace: string,
+  access: RequiredAccess,
+  allowed: ReadonlySet<string>,
+  user: string | undefined,
+): CheckLine {
+  const resource = qualifiedResource(access);
+  const id = `access/${namespace}/${resource}`;
+  const denied = access.verbs.filter((verb) => !allowed.has(accessKey(namespace, access, verb)));
+  if (denied.length === 0) {
+    return { id, ok: true, title: `may ${access.verbs.join(', ')} ${resource} in ${namespace}` };
+  }
+  return {
+    id,
+    ok: false,
+    title: `may not ${denied.join(', ')} ${resource} in ${namespace}`,
+    reason: `denied by the API server (SelfSubjectAccessReview) to ${user ?? 'the configured user'}; needed for ${access.why}`,
+    fix: `grant it in a Role bound in ${namespace}: apiGroups: ["${access.group}"], resources: [${access.resource}]${access.name === undefined ? '' : `, resourceNames: [${access.name}]`}, verbs: [${denied.join(', ')}] (the Helm chart's Role does)`,
+  };
+}
+
+/** The checklist as text: one line per check, its reason and fix indented below a failure. */
+export function formatChecklist(report: CheckReport): string {
+  const out: string[] = [];
+  for (const line of report.checks) {
+    out.push(`${line.ok ? '✓' : '✗'} ${line.title}`);
+    if (!line.ok && line.reason) out.push(`    reason: ${line.reason}`);
+    if (!line.ok && line.fix) out.push(`    fix:    ${line.fix}`);
+  }
+  const failed = report.checks.filter((line) => !line.ok).length;
+  out.push(
+    failed === 0
+      ? `all ${report.checks.length} checks passed`
+      : `${failed} of ${report.checks.length} checks failed`,
+  );
+  return `${out.join('\n')}\n`;
+}

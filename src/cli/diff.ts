@@ -1,0 +1,204 @@
+// `k8s-listener diff [DEPLOYMENT]`: what `run` would change, like `kubectl diff` — one unified
+// diff per object (dry-run server-side apply against the live object), plus what would be pruned.
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { stringify } from 'yaml';
+import type { AgentConfig } from '../config/agentConfig.ts';
+import type { Listener } from '../controlplane/schemas/index.ts';
+import { KubeClient } from '../kube/kubeClient.ts';
+import type { ChangeSetEntry } from '../kube/serverDiff.ts';
+import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
+import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
+import { AGENT_VERSION } from '../version.ts';
+import {
+  CONFIG_FLAGS,
+  CONFIG_FLAGS_USAGE,
+  commandControlPlaneClient,
+  loadConfigFromFlags,
+} from './configFlags.ts';
+import { createLogger } from './logger.ts';
+
+export const DIFF_USAGE = `Usage: k8s-listener diff [DEPLOYMENT] [options] [--output diff|json|yaml]
+
+Shows what \`run\` would change, changing nothing: for each deployment of the listener (or only
+DEPLOYMENT, by id or name), the objects it renders from its target revision, compared with the
+live ones by a server-side apply with dryRun=All, as one unified diff per object (like
+\`kubectl diff\`), and the objects that would be pruned (left the desired set, or the deployment
+is AWAITING_DELETE or gone). Server-maintained fields (managedFields, resourceVersion, uid,
+generation, timestamps, status) are left out. Secret values are never printed: each key of a
+Secret reads (added), (removed), (changed) or (unchanged).
+Exit status: 0 nothing would change, 1 something would, 2 an error (a deployment that is invalid
+or would fail, the control plane or the cluster unreachable, usage); the others are still shown.
+${CONFIG_FLAGS_USAGE}
+  --output FORMAT        diff (default), json or yaml
+`;
+
+export interface DiffIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+}
+
+const OUTPUTS = ['diff', 'json', 'yaml'] as const;
+type Output = (typeof OUTPUTS)[number];
+
+/** A usage or setup problem: exit status 2, with the message. */
+class DiffSetupError extends Error {
+  override readonly name = 'DiffSetupError';
+  readonly code = 'DIFF_SETUP';
+}
+
+export async function runDiffCommand(
+  argv: readonly string[],
+  io: DiffIo = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  // Exit status 1 means "differences": every failure, usage included, must be 2.
+  try {
+    return await diff(argv, io);
+  } catch (error) {
+    io.stderr.write(`k8s-listener diff: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+}
+
+async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      ...CONFIG_FLAGS,
+      output: { type: 'string', default: 'diff' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.stdout.write(DIFF_USAGE);
+    return 0;
+  }
+  if (positionals.length > 1)
+    throw new DiffSetupError(`at most one DEPLOYMENT, not ${positionals.join(' ')}`);
+  const output = values.output as Output;
+  if (!OUTPUTS.includes(output))
+    throw new DiffSetupError(`--output must be diff, json or yaml, not ${values.output}`);
+  const config = await loadConfigFromFlags(values);
+  // Logs go to stderr, and only warnings unless asked for: stdout is the diff.
+  const logger = createLogger(values['log-level'] ?? 'warn', pino.destination(2));
+  const client = commandControlPlaneClient(config, logger, 'diff');
+  const kube = await KubeClient.fromKubeconfig(config.kubeconfig, {
+    logger,
+    userAgent: `k8s-listener/${AGENT_VERSION} diff`,
+  });
+  try {
+    const listener = await client.getListener(config.listenerId);
+    const preview = await previewListener(
+      {
+        kube,
+        client,
+        listener,
+        namespaces: managedNamespaces(config, listener),
+        allowedNamespaces: config.namespaces,
+        renderConfig: config.render,
+        reconcileConfig: config.reconcile,
+      },
+      positionals[0],
+    );
+    for (const warning of preview.warnings) io.stderr.write(`warning: ${warning}\n`);
+    for (const problem of problemsOf(preview)) io.stderr.write(problem);
+    if (output === 'diff') io.stdout.write(diffText(preview));
+    else {
+      const document = machineReadable(preview);
+      io.stdout.write(
+        output === 'json' ? `${JSON.stringify(document, null, 2)}\n` : stringify(document, { lineWidth: 0 }),
+      );
+    }
+    return exitStatus(preview);
+  } finally {
+    await client.close();
+    await kube.close();
+  }
+}
+
+/** As the agent: the listener's namespaces, intersected with the allow-list when one is set. */
+function managedNamespaces(config: AgentConfig, listener: Listener): string[] {
+  if (listener.compute_type !== 'k8s')
+    throw new DiffSetupError(`listener ${listener.id} has compute type ${listener.compute_type}, not k8s`);
+  const listed = listener.compute_config?.k8s_namespaces ?? [];
+  const allowed = config.namespaces;
+  const namespaces = allowed ? listed.filter((n) => allowed.includes(n)) : [...listed];
+  if (namespaces.length === 0)
+    throw new DiffSetupError(`listener ${listener.id} leaves no namespace to manage`);
+  return namespaces;
+}
+
+/** 2 when any deployment could not be compared, else 1 when anything would change, else 0. */
+export function exitStatus(preview: Preview): number {
+  if (preview.deployments.some((d) => d.state === 'invalid' || d.state === 'failed')) return 2;
+  const changed = preview.deployments.some(
+    (d) =>
+      (d.state === 'present' || d.state === 'deleted') && d.changes.some((c) => c.action !== 'unchanged'),
+  );
+  return changed ? 1 : 0;
+}
+
+/** The text output: a comment line per deployment, its objects' diffs, and a closing total. */
+export function diffText(preview: Preview): string {
+  const out: string[] = [];
+  const all: ChangeSetEntry[] = [];
+  for (const d of preview.deployments) {
+    if (d.state === 'invalid' || d.state === 'failed') {
+      out.push(
+        `# ${title(d)}: ${d.state === 'invalid' ? 'invalid' : 'would fail'}, nothing compared (see stderr)\n`,
+      );
+      continue;
+    }
+    all.push(...d.changes);
+    const where =
+      d.state === 'present'
+        ? `namespace ${d.namespace}, revision ${d.revisionId ?? 'none'}`
+        : d.reason === 'gone'
+          ? 'gone from the control plane'
+          : 'AWAITING_DELETE';
+    out.push(`# ${title(d)}, ${where}: ${describeCounts(countChanges(d.changes))}\n`);
+    for (const change of d.changes) out.push(formatChange(change));
+  }
+  const total = countChanges(all);
+  out.push(
+    total.create + total.configure + total.prune === 0 ? 'no changes\n' : `${describeCounts(total)}\n`,
+  );
+  return out.join('');
+}
+
+function title(d: DeploymentPreview): string {
+  return d.name === undefined ? `deployment ${d.id}` : `deployment ${d.name} (${d.id})`;
+}
+
+function problemsOf(preview: Preview): string[] {
+  return preview.deployments.flatMap((d) => {
+    if (d.state === 'invalid')
+      return [`${title(d)} is invalid:\n${d.problems.map((p) => `  ${p.path}: ${p.message}\n`).join('')}`];
+    if (d.state === 'failed') return [`${title(d)} would fail: ${d.message}\n`];
+    return [];
+  });
+}
+
+/** The json and yaml output: every deployment, with the before and after of each changed object. */
+function machineReadable(preview: Preview) {
+  const deployments = preview.deployments.map((d) =>
+    d.state === 'present' || d.state === 'deleted'
+      ? {
+          ...d,
+          summary: countChanges(d.changes),
+          // Unchanged objects: named, not repeated.
+          changes: d.changes.map((c) => (c.action === 'unchanged' ? { ref: c.ref, action: c.action } : c)),
+        }
+      : d,
+  );
+  const changes = preview.deployments.flatMap((d) =>
+    d.state === 'present' || d.state === 'deleted' ? d.changes : [],
+  );
+  return {
+    exitStatus: exitStatus(preview),
+    summary: countChanges(changes),
+    warnings: preview.warnings,
+    deployments,
+  };
+}

@@ -1,0 +1,268 @@
+// What `run` would change, changing nothing: the reconciler's own rules (target revision,
+// render, never adopt, inventory diff, the prune guard, deletion of what the control plane
+// deleted) with every write replaced by a dry run. Backs `k8s-listener diff`.
+import type { ControlPlaneClient } from '../controlplane/client.ts';
+import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
+import { KubeApiError } from '../kube/errors.ts';
+import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
+import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
+import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
+import {
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_DEPLOYMENT_NAME,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+} from '../render/ownership.ts';
+import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
+import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { decideVanished } from './pruneGuard.ts';
+import type { ReconcileConfig } from './reconcileConfig.ts';
+import { chooseTarget } from './target.ts';
+
+export interface PreviewOptions {
+  readonly kube: KubeClient;
+  readonly client: ControlPlaneClient;
+  readonly listener: Listener;
+  /** The namespaces the agent manages: the listener's, intersected with its allow-list. */
+  readonly namespaces: readonly string[];
+  /** The agent's own allow-list, as the renderer takes it (undefined: none set). */
+  readonly allowedNamespaces: readonly string[] | undefined;
+  readonly renderConfig: RenderConfig;
+  readonly reconcileConfig: ReconcileConfig;
+  readonly signal?: AbortSignal | undefined;
+}
+
+interface PreviewBase {
+  readonly id: string;
+  /** Undefined for a deployment gone from the control plane whose objects carry no name. */
+  readonly name: string | undefined;
+}
+
+/** One deployment's part of the preview. Only `changes` is something `run` would do. */
+export type DeploymentPreview = PreviewBase &
+  (
+    | {
+        readonly state: 'present';
+        readonly namespace: string;
+        readonly revisionId: string | undefined;
+        readonly changes: readonly ChangeSetEntry[];
+      }
+    /** AWAITING_DELETE, or gone from a complete listing: every object it has goes. */
+    | {
+        readonly state: 'deleted';
+        readonly reason: 'AWAITING_DELETE' | 'gone';
+        readonly changes: readonly ChangeSetEntry[];
+      }
+    /** `run` would report it failed and change nothing: an invalid spec, every problem named. */
+    | { readonly state: 'invalid'; readonly problems: readonly RenderProblem[] }
+    /** `run` would fail it (an object it may not adopt, a request the API server refused). */
+    | { readonly state: 'failed'; readonly message: string }
+  );
+
+export interface Preview {
+  readonly deployments: readonly DeploymentPreview[];
+  /** Things `run` would decline to do, e.g. deletions refused by the prune guard. */
+  readonly warnings: readonly string[];
+}
+
+/** `only` names one deployment by id or name; it was not found among the listener's. */
+export class DeploymentNotFoundError extends Error {
+  override readonly name = 'DeploymentNotFoundError';
+  readonly code = 'DEPLOYMENT_NOT_FOUND';
+  readonly deployment: string;
+  constructor(deployment: string, listenerId: string) {
+    super(
+      `deployment ${deployment} is not a deployment of listener ${listenerId} (by id or name), nor has objects in its namespaces`,
+    );
+    this.deployment = deployment;
+  }
+}
+
+/**
+ * The preview of every deployment of the listener (or only the one named by id or name): the
+ * change set of each, computed against the live cluster with dry-run requests only.
+ */
+export async function previewListener(options: PreviewOptions, only?: string): Promise<Preview> {
+  const { client, listener, signal } = options;
+  const listing = await client.listAllDeployments({ remote_reconciled: true });
+  const inventories = new InventoryStore(options.kube, listener.id);
+  await inventories.load(options.namespaces);
+  const known = new Set(inventories.deploymentIds());
+  const mine = listing.items.filter((d) => d.source_config.listener_id === listener.id);
+  // As the poller: an invalid item counts as this listener's only when it has objects here.
+  const invalid = listing.invalid.filter((item) => item.id !== undefined && known.has(item.id));
+  const listed = new Set([...mine.map((d) => d.id), ...invalid.flatMap((i) => (i.id ? [i.id] : []))]);
+  const complete = listing.invalid.every((item) => item.id !== undefined);
+
+  const warnings: string[] = [];
+  let vanished: readonly string[] = [];
+  if (!complete) {
+    warnings.push(
+      'the listing holds a deployment without a valid id: no deletion would be concluded from it',
+    );
+  } else {
+    const decision = decideVanished(known, listed, options.reconcileConfig.prune);
+    if (decision.allowed) vanished = decision.vanished;
+    else warnings.push(`deletions refused by the safety guard: ${decision.reason}`);
+  }
+
+  const wanted = (id: string, name?: string) => only === undefined || only === id || only === name;
+  const results: DeploymentPreview[] = [];
+  for (const deployment of [...mine].sort(byNameThenId)) {
+    if (!wanted(deployment.id, deployment.name)) continue;
+    signal?.throwIfAborted();
+    results.push(
+      deployment.status === 'AWAITING_DELETE'
+        ? await deletionPreview(options, inventories, deployment.id, deployment.name, 'AWAITING_DELETE')
+        : await presentPreview(options, inventories, deployment),
+    );
+  }
+  for (const item of invalid) {
+    const id = item.id ?? '';
+    if (!wanted(id)) continue;
+    results.push({
+      id,
+      name: undefined,
+      state: 'invalid',
+      problems: [{ path: '(deployment)', message: item.error.message }],
+    });
+  }
+  for (const id of vanished) {
+    if (!wanted(id)) continue;
+    results.push(await deletionPreview(options, inventories, id, undefined, 'gone'));
+  }
+  if (only !== undefined && results.length === 0) {
+    const refused = known.has(only) && !listed.has(only);
+    if (!refused) throw new DeploymentNotFoundError(only, listener.id);
+  }
+  return { deployments: results, warnings };
+}
+
+/** The reconciler's steps 1–4 for one deployment, dry: render, compare each object, prune. */
+async function presentPreview(
+  options: PreviewOptions,
+  inventories: InventoryStore,
+  deployment: Deployment,
+): Promise<DeploymentPreview> {
+  const { kube, signal } = options;
+  const base = { id: deployment.id, name: deployment.name };
+  const revisions = await options.client.listAllRevisions(deployment.id);
+  const target = chooseTarget(deployment, revisions.items);
+  const rendered = renderDeployment(
+    {
+      deployment,
+      revision: target.revision,
+      listener: options.listener,
+      allowedNamespaces: options.allowedNamespaces,
+    },
+    options.renderConfig,
+  );
+  if (!rendered.ok) return { ...base, state: 'invalid', problems: rendered.error.problems };
+  const { namespace, objects, revisionId } = rendered.value;
+  const changes: ChangeSetEntry[] = [];
+  try {
+    for (const object of objects) {
+      const live = await kube.get(refOf(object), { signal });
+      if (live && live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID]) {
+        // Never adopt: `run` fails this deployment with the same reason.
+        return {
+          ...base,
+          state: 'failed',
+          message: `${object.kind}/${namespace}/${object.metadata.name} exists and is not managed by this listener`,
+        };
+      }
+      changes.push(
+        await dryRunDiff(kube, object, live, {
+          force: true,
+          createOnly: object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true',
+          signal,
+        }),
+      );
+    }
+    const placed = inventories.get(deployment.id);
+    const previous = placed.flatMap((p) => p.inventory.entries);
+    for (const stale of staleEntries(previous, entriesOf(objects))) {
+      const live = await ownedLive(options, stale);
+      if (live) changes.push(pruneChange(live));
+    }
+    // An inventory left in a namespace the deployment moved away from goes too.
+    for (const { namespace: other } of placed) {
+      if (other === namespace) continue;
+      const record = await ownedLive(options, inventoryEntry(deployment.id, other));
+      if (record) changes.push(pruneChange(record));
+    }
+  } catch (error) {
+    if (error instanceof KubeApiError) return { ...base, state: 'failed', message: error.message };
+    throw error;
+  }
+  return { ...base, state: 'present', namespace, revisionId, changes };
+}
+
+/** The reconciler's deletion of a deployment, dry: its inventoried objects, claims if so configured, its inventory. */
+async function deletionPreview(
+  options: PreviewOptions,
+  inventories: InventoryStore,
+  id: string,
+  name: string | undefined,
+  reason: 'AWAITING_DELETE' | 'gone',
+): Promise<DeploymentPreview> {
+  const changes: ChangeSetEntry[] = [];
+  let objectName = name;
+  try {
+    for (const { namespace, inventory } of inventories.get(id)) {
+      const lives: LiveKubeObject[] = [];
+      for (const entry of [...inventory.entries].reverse()) {
+        const live = await ownedLive(options, entry);
+        if (live) lives.push(live);
+      }
+      if (!options.reconcileConfig.prune.keepDatabaseVolumes) {
+        const claims = await options.kube.list('PersistentVolumeClaim', {
+          namespace,
+          labelSelector: `${LABEL_LISTENER_ID}=${options.listener.id},${LABEL_DEPLOYMENT_ID}=${id}`,
+          signal: options.signal,
+        });
+        lives.push(...claims);
+      }
+      const record = await ownedLive(options, inventoryEntry(id, namespace));
+      if (record) lives.push(record);
+      for (const live of lives) {
+        objectName ??= live.metadata.annotations[ANNOTATION_DEPLOYMENT_NAME];
+        changes.push(pruneChange(live));
+      }
+    }
+  } catch (error) {
+    if (error instanceof KubeApiError)
+      return { id, name: objectName, state: 'failed', message: error.message };
+    throw error;
+  }
+  return { id, name: objectName, state: 'deleted', reason, changes };
+}
+
+/** The live object of an entry, when it exists and carries this listener's label (safety rule 1). */
+async function ownedLive(
+  options: PreviewOptions,
+  entry: InventoryEntry,
+): Promise<LiveKubeObject | undefined> {
+  const live = await options.kube.get(
+    { apiVersion: entry.apiVersion, kind: entry.kind, namespace: entry.namespace, name: entry.name },
+    { signal: options.signal },
+  );
+  return live && live.metadata.labels[LABEL_LISTENER_ID] === options.listener.id ? live : undefined;
+}
+
+function inventoryEntry(deploymentId: string, namespace: string): InventoryEntry {
+  return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
+}
+
+function refOf(object: KubeObject) {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    namespace: object.metadata.namespace,
+    name: object.metadata.name,
+  };
+}
+
+function byNameThenId(a: Deployment, b: Deployment): number {
+  return a.name.localeCompare(b.name) || a.id.localeCompare(b.id);
+}

@@ -1,0 +1,134 @@
+// The Kubernetes permissions the agent needs, derived from what it does: the kinds render writes
+// (read back, applied, pruned), the kinds the agent watches, the inventory, rollout status, Events
+// and leader election. `k8s-listener check` asks the API server about each; keep it in step.
+import { KubeUnsupportedKindError } from '../kube/errors.ts';
+import { resourceTypeOf } from '../kube/resources.ts';
+import type { RenderConfig } from '../render/renderConfig.ts';
+import { WATCHED_KINDS } from './agent.ts';
+import type { ReconcileConfig } from './reconcileConfig.ts';
+
+export interface RequiredAccess {
+  /** '' for the core group. */
+  readonly group: string;
+  readonly resource: string;
+  /** Only this object (RBAC `resourceNames`); absent: any object of the resource. */
+  readonly name?: string | undefined;
+  readonly verbs: readonly string[];
+  /** Why the agent needs it, for the operator reading a failed check. */
+  readonly why: string;
+}
+
+type WrittenKind =
+  | 'Deployment'
+  | 'StatefulSet'
+  | 'Service'
+  | 'Secret'
+  | 'PodTemplate'
+  | 'HorizontalPodAutoscaler'
+  | 'PodDisruptionBudget'
+  | 'Ingress';
+
+const WATCHED: ReadonlySet<string> = new Set(WATCHED_KINDS);
+
+function resourceOf(kind: WrittenKind | 'ConfigMap' | 'PersistentVolumeClaim' | 'Pod'): {
+  group: string;
+  resource: string;
+} {
+  const type = resourceTypeOf(kind);
+  if (type === undefined) throw new KubeUnsupportedKindError('', kind);
+  return { group: type.group, resource: type.plural };
+}
+
+/** What a watched kind adds: the watcher lists, then watches. */
+function watchVerbs(kind: string): string[] {
+  return WATCHED.has(kind) ? ['list', 'watch'] : [];
+}
+
+/**
+ * A kind render writes: read back before a write (get), applied (patch: server-side apply), pruned
+ * (delete), and listed and watched when the agent watches it.
+ */
+function written(kind: WrittenKind, why: string, extra: readonly string[] = []): RequiredAccess {
+  return { ...resourceOf(kind), verbs: ['get', ...watchVerbs(kind), ...extra, 'patch', 'delete'], why };
+}
+
+/** What the agent needs in every namespace it manages. */
+export function namespaceAccess(config: {
+  readonly render: Pick<RenderConfig, 'ingress'>;
+  readonly reconcile: Pick<ReconcileConfig, 'prune'>;
+}): RequiredAccess[] {
+  const keepVolumes = config.reconcile.prune.keepDatabaseVolumes;
+  const access: RequiredAccess[] = [
+    written('Deployment', 'the workloads of every deployment'),
+    written('StatefulSet', 'databases and key-value stores'),
+    written('Service', 'the Service of each workload'),
+    // create: a database's credentials Secret is created once, never overwritten.
+    written('Secret', "a deployment's secrets and generated database credentials", ['create']),
+    written('PodTemplate', 'the executor PodTemplate'),
+    written('HorizontalPodAutoscaler', 'autoscaling when max_scale > min_scale'),
+    written('PodDisruptionBudget', 'the PodDisruptionBudget of prod deployments'),
+    {
+      ...resourceOf('ConfigMap'),
+      // The inventory is loaded by listing, written by apply, removed with its deployment.
+      verbs: [...new Set(['list', ...watchVerbs('ConfigMap'), 'patch', 'delete'])],
+      why: 'the inventory of each deployment and its status annotation',
+    },
+    {
+      ...resourceOf('PersistentVolumeClaim'),
+      verbs: [
+        ...new Set(['list', ...watchVerbs('PersistentVolumeClaim'), ...(keepVolumes ? [] : ['delete'])]),
+      ],
+      why: keepVolumes
+        ? 'database volume status'
+        : 'database volume status, and removing the volumes of deleted deployments (prune.keepDatabaseVolumes: false)',
+    },
+    {
+      ...resourceOf('Pod'),
+      verbs: ['list'],
+      why: 'rollout status: pods in a crash loop or image pull failure',
+    },
+    {
+      group: 'events.k8s.io',
+      resource: 'events',
+      // A repeated Event is one object whose series is patched.
+      verbs: ['create', 'patch'],
+      why: 'rollout Events on each Deployment',
+    },
+  ];
+  if (config.render.ingress.className !== undefined) {
+    access.push(written('Ingress', 'the Ingress of custom_url (render.ingress.className is set)'));
+  }
+  return access;
+}
+
+/**
+ * What leader election needs in the Lease's namespace (leaseNamespace, else agentNamespace); none
+ * when it is off. RBAC cannot name an object before it exists, so create is for any Lease.
+ */
+export function leaseAccess(config: {
+  readonly reconcile: Pick<ReconcileConfig, 'leaderElection'>;
+}): RequiredAccess[] {
+  const election = config.reconcile.leaderElection;
+  if (!election.enabled) return [];
+  return [
+    {
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      verbs: ['create'],
+      why: 'leader election: the first replica creates the Lease',
+    },
+    {
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      name: election.leaseName,
+      verbs: ['get', 'update'],
+      why: 'leader election: only the holder of the Lease writes, and renews it',
+    },
+  ];
+}
+
+/** `deployments.apps`, `secrets`, `leases.coordination.k8s.io/k8s-listener`: as RBAC and kubectl name them. */
+export function qualifiedResource(access: Pick<RequiredAccess, 'group' | 'resource' | 'name'>): string {
+  const resource = access.group === '' ? access.resource : `${access.resource}.${access.group}`;
+  return access.name === undefined ? resource : `${resource}/${access.name}`;
+}

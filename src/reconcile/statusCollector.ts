@@ -1,0 +1,449 @@
+// Gathers what `k8s-listener status` shows, read-only: this listener's deployments from the control
+// plane (target revision by the agent's own rules), rendered as the agent would, next to their
+// inventories, status annotations, live objects and Events in the cluster. The rows themselves are
+// derived by the pure functions of src/report/statusView.ts.
+import type { ControlPlaneClient } from '../controlplane/client.ts';
+import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
+import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
+import { type KubeObject, RenderConfig, type RenderResult, renderDeployment } from '../render/index.ts';
+import {
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_DEPLOYMENT_NAME,
+  ANNOTATION_SPEC_HASH,
+  ANNOTATION_STATUS,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+} from '../render/ownership.ts';
+import { parseStatusAnnotation, type StatusAnnotation } from '../report/statusAnnotation.ts';
+import {
+  type DeploymentDetail,
+  deriveStatusRow,
+  type EventRow,
+  type ObservedObject,
+  objectStatusRows,
+  type StatusRow,
+} from '../report/statusView.ts';
+import { driftPath } from './drift.ts';
+import { entryId, type InventoryEntry } from './inventory.ts';
+import { InventoryStore } from './inventoryStore.ts';
+import { chooseTarget } from './target.ts';
+
+export interface StatusSources {
+  readonly controlPlane: ControlPlaneClient;
+  readonly kube: KubeClient;
+  readonly listenerId: string;
+  /** The agent's namespace allow-list (its configuration); undefined: the listener's namespaces. */
+  readonly allowedNamespaces?: readonly string[] | undefined;
+  /** The agent's render configuration, so that the desired objects are the ones it applies. */
+  readonly renderConfig?: RenderConfig | undefined;
+  /** The agent's grace period for persistent failures (reconcile.failureGraceMs). */
+  readonly failureGraceMs?: number | undefined;
+  readonly now?: (() => number) | undefined;
+}
+
+/** `status DEPLOYMENT` names no deployment of this listener, or more than one. */
+export class StatusLookupError extends Error {
+  override readonly name = 'StatusLookupError';
+  readonly code = 'STATUS_LOOKUP';
+  readonly deployment: string;
+  constructor(deployment: string, message: string) {
+    super(message);
+    this.deployment = deployment;
+  }
+}
+
+/** Reading the cluster failed in one namespace: nothing partial is shown. */
+export class StatusCollectError extends Error {
+  override readonly name = 'StatusCollectError';
+  readonly code = 'STATUS_COLLECT';
+  readonly namespace: string;
+  constructor(namespace: string, what: string, cause: unknown) {
+    super(
+      `reading ${what} in namespace ${namespace} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+    this.namespace = namespace;
+  }
+}
+
+/** An observed object with the kube layer's typed metadata. */
+interface ObservedKubeObject extends ObservedObject {
+  readonly live: LiveKubeObject | undefined;
+}
+
+interface Observation {
+  readonly row: StatusRow;
+  readonly objects: readonly ObservedKubeObject[];
+  readonly claims: readonly LiveKubeObject[];
+}
+
+const DEFAULT_GRACE_MS = 120_000;
+const REVISION_CONCURRENCY = 8;
+const MAX_EVENTS = 20;
+
+/** One row per deployment of the listener (remote_reconciled, bound to it), sorted by namespace and name. */
+export async function collectStatusRows(sources: StatusSources): Promise<StatusRow[]> {
+  return (await observe(sources)).map((o) => o.row);
+}
+
+/** One deployment, by name or id: its row, its objects with their kstatus status, its recent Events. */
+export async function collectDeploymentDetail(
+  sources: StatusSources,
+  nameOrId: string,
+): Promise<DeploymentDetail> {
+  const observations = await observe(sources);
+  const byId = observations.filter((o) => o.row.id === nameOrId);
+  const matches = byId.length > 0 ? byId : observations.filter((o) => o.row.name === nameOrId);
+  const [found, ...more] = matches;
+  if (!found)
+    throw new StatusLookupError(nameOrId, `no deployment named ${nameOrId} is bound to this listener`);
+  if (more.length > 0) {
+    throw new StatusLookupError(
+      nameOrId,
+      `${matches.length} deployments are named ${nameOrId}; give one id: ${matches.map((m) => m.row.id).join(', ')}`,
+    );
+  }
+  const now = (sources.now ?? Date.now)();
+  const namespace = found.row.namespace;
+  return {
+    listenerId: sources.listenerId,
+    observedAt: new Date(now).toISOString(),
+    deployment: found.row,
+    objects: objectStatusRows(found.objects, found.claims, {
+      now,
+      failureGraceMs: sources.failureGraceMs ?? DEFAULT_GRACE_MS,
+    }),
+    events: namespace ? await eventsOf(sources.kube, namespace, found) : [],
+  };
+}
+
+async function observe(sources: StatusSources): Promise<Observation[]> {
+  const { controlPlane, kube, listenerId } = sources;
+  const now = (sources.now ?? Date.now)();
+  const failureGraceMs = sources.failureGraceMs ?? DEFAULT_GRACE_MS;
+  const renderConfig = sources.renderConfig ?? RenderConfig.parse({});
+
+  // The control plane: the listener, then a complete listing of its deployments.
+  const listener = await controlPlane.getListener(listenerId);
+  const listing = await controlPlane.listAllDeployments({ remote_reconciled: true });
+  const deployments = listing.items.filter((d) => d.source_config.listener_id === listenerId);
+  const targets = await mapLimit(deployments, REVISION_CONCURRENCY, async (deployment) =>
+    chooseTarget(deployment, (await controlPlane.listAllRevisions(deployment.id)).items),
+  );
+
+  // The desired objects, as the agent renders them.
+  const rendered = deployments.map((deployment, i) =>
+    renderDeployment(
+      { deployment, revision: targets[i]?.revision, listener, allowedNamespaces: sources.allowedNamespaces },
+      renderConfig,
+    ),
+  );
+  // The cluster: inventories (with the status annotation), owned objects and claims per namespace.
+  const namespaces = managedNamespaces(listener, sources.allowedNamespaces);
+  const inventories = new InventoryStore(kube, listenerId);
+  await inventories.load(namespaces).catch((error: unknown) => {
+    throw new StatusCollectError(namespaces.join(','), 'inventories', error);
+  });
+  const { live, claims, annotations } = await readCluster(
+    kube,
+    listenerId,
+    kindsToRead(namespaces, rendered, inventories),
+  );
+
+  const observations: Observation[] = [];
+  const listed = new Set<string>();
+  deployments.forEach((deployment, i) => {
+    listed.add(deployment.id);
+    const target = targets[i];
+    const result = rendered[i];
+    const recorded = inventories.get(deployment.id).flatMap((p) => p.inventory.entries);
+    const desired = result?.ok ? result.value.objects : [];
+    const objects = observeObjects(desired, recorded, live);
+    const deploymentClaims = claims.get(deployment.id) ?? [];
+    const namespace = result?.ok
+      ? result.value.namespace
+      : (deployment.source_config.listener_config?.k8s_namespace ?? undefined);
+    observations.push({
+      row: deriveStatusRow({
+        id: deployment.id,
+        name: deployment.name,
+        namespace,
+        revisionId: target?.revision?.id ?? deployment.latest_revision_id ?? undefined,
+        revisionStatus: target?.revision?.status,
+        revisionUpdatedAt: target?.revision?.updated_at,
+        settled: target?.settled,
+        deleting: deletingReason(deployment),
+        invalid: result && !result.ok ? result.error.message : undefined,
+        annotation: annotations.get(deployment.id),
+        objects,
+        claims: deploymentClaims,
+        now,
+        failureGraceMs,
+      }),
+      objects,
+      claims: deploymentClaims,
+    });
+  });
+
+  // Listed but failing validation (the agent keeps their objects and reports them failed), or
+  // gone from the listing while their objects remain (the agent removes them).
+  const invalid = new Map(
+    listing.invalid.flatMap((item) => (item.id ? [[item.id, item.error.message]] : [])),
+  );
+  for (const id of inventories.deploymentIds()) {
+    if (listed.has(id)) continue;
+    const recorded = inventories.get(id).flatMap((p) => p.inventory.entries);
+    const objects = observeObjects([], recorded, live);
+    const deploymentClaims = claims.get(id) ?? [];
+    const message = invalid.get(id);
+    observations.push({
+      row: deriveStatusRow({
+        id,
+        name: nameFromObjects(objects) ?? id,
+        namespace: inventories.get(id)[0]?.namespace,
+        revisionId: inventories.get(id)[0]?.inventory.revisionId,
+        revisionStatus: undefined,
+        revisionUpdatedAt: undefined,
+        settled: undefined,
+        deleting:
+          message === undefined
+            ? 'no longer listed by the control plane: the agent removes its objects'
+            : undefined,
+        invalid: message,
+        annotation: annotations.get(id),
+        objects,
+        claims: deploymentClaims,
+        now,
+        failureGraceMs,
+      }),
+      objects,
+      claims: deploymentClaims,
+    });
+  }
+  return observations.sort(
+    (a, b) =>
+      (a.row.namespace ?? '').localeCompare(b.row.namespace ?? '') || a.row.name.localeCompare(b.row.name),
+  );
+}
+
+type KindsByNamespace = Map<string, Map<string, { apiVersion: string; kind: string }>>;
+
+/** Every kind, per namespace, that the rendered objects or the inventories hold, and claims. */
+function kindsToRead(
+  namespaces: readonly string[],
+  rendered: readonly RenderResult[],
+  inventories: InventoryStore,
+): KindsByNamespace {
+  const kinds: KindsByNamespace = new Map();
+  const add = (namespace: string, apiVersion: string, kind: string) => {
+    const here = kinds.get(namespace) ?? new Map();
+    here.set(`${apiVersion}/${kind}`, { apiVersion, kind });
+    kinds.set(namespace, here);
+  };
+  for (const namespace of namespaces) add(namespace, 'v1', 'PersistentVolumeClaim');
+  for (const result of rendered) {
+    if (!result.ok) continue;
+    for (const object of result.value.objects) add(result.value.namespace, object.apiVersion, object.kind);
+  }
+  for (const id of inventories.deploymentIds())
+    for (const placed of inventories.get(id))
+      for (const entry of placed.inventory.entries) add(entry.namespace, entry.apiVersion, entry.kind);
+  return kinds;
+}
+
+interface ClusterView {
+  /** This listener's objects by inventory entry id. */
+  readonly live: ReadonlyMap<string, LiveKubeObject>;
+  /** Volume claims by deployment id. */
+  readonly claims: ReadonlyMap<string, LiveKubeObject[]>;
+  /** The status annotation of each inventory, by deployment id. */
+  readonly annotations: ReadonlyMap<string, StatusAnnotation>;
+}
+
+/** One list per kind and namespace (this listener's label), not one request per object. */
+async function readCluster(
+  kube: KubeClient,
+  listenerId: string,
+  kinds: KindsByNamespace,
+): Promise<ClusterView> {
+  const live = new Map<string, LiveKubeObject>();
+  const claims = new Map<string, LiveKubeObject[]>();
+  const annotations = new Map<string, StatusAnnotation>();
+  const ownedBy = `${LABEL_LISTENER_ID}=${listenerId}`;
+  for (const [namespace, here] of kinds) {
+    for (const kind of here.values()) {
+      let items: LiveKubeObject[];
+      try {
+        items = await kube.list(kind, { namespace, labelSelector: ownedBy });
+      } catch (error) {
+        if (error instanceof KubeUnsupportedKindError) continue;
+        throw new StatusCollectError(namespace, `${kind.kind} objects`, error);
+      }
+      for (const item of items) {
+        live.set(entryId(entryOf(item)), item);
+        const owner = item.metadata.labels[LABEL_DEPLOYMENT_ID];
+        if (kind.kind === 'PersistentVolumeClaim' && owner)
+          claims.set(owner, [...(claims.get(owner) ?? []), item]);
+      }
+    }
+    const inventoryMaps = await kube
+      .list('ConfigMap', { namespace, labelSelector: `${ownedBy},${LABEL_COMPONENT}=inventory` })
+      .catch((error: unknown) => {
+        throw new StatusCollectError(namespace, 'inventories', error);
+      });
+    for (const map of inventoryMaps) {
+      const annotation = parseStatusAnnotation(map.metadata.annotations[ANNOTATION_STATUS]);
+      const owner = map.metadata.labels[LABEL_DEPLOYMENT_ID];
+      if (annotation && owner) annotations.set(owner, annotation);
+    }
+  }
+  return { live, claims, annotations };
+}
+
+function managedNamespaces(listener: Listener, allowed: readonly string[] | undefined): string[] {
+  const own = listener.compute_config?.k8s_namespaces ?? [];
+  return [...new Set(allowed ? own.filter((n) => allowed.includes(n)) : own)];
+}
+
+function deletingReason(deployment: Deployment): string | undefined {
+  return deployment.status === 'AWAITING_DELETE'
+    ? 'AWAITING_DELETE: the agent removes its objects'
+    : undefined;
+}
+
+/** The desired objects, then recorded ones no longer desired (to be pruned), each with its live object. */
+function observeObjects(
+  desired: readonly KubeObject[],
+  recorded: readonly InventoryEntry[],
+  live: ReadonlyMap<string, LiveKubeObject>,
+): ObservedKubeObject[] {
+  const recordedIds = new Set(recorded.map(entryId));
+  const observed: ObservedKubeObject[] = desired.map((object) => {
+    const entry = entryOf(object);
+    const current = live.get(entryId(entry));
+    // A create-only Secret is generated once and never written again: it is applied once it
+    // exists (its spec hash stays that of its creation), and never compared (its values are the cluster's).
+    const createOnly = object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
+    const applied =
+      current !== undefined &&
+      (createOnly ||
+        current.metadata.annotations[ANNOTATION_SPEC_HASH] ===
+          object.metadata.annotations[ANNOTATION_SPEC_HASH]);
+    const compared = applied && !createOnly;
+    return {
+      ref: entry,
+      component: object.metadata.labels[LABEL_COMPONENT] ?? 'main',
+      live: current,
+      desired: true,
+      recorded: recordedIds.has(entryId(entry)),
+      applied,
+      drift: compared ? driftPath(object, current) : undefined,
+    };
+  });
+  const desiredIds = new Set(observed.map((o) => entryId(o.ref)));
+  for (const entry of recorded) {
+    if (desiredIds.has(entryId(entry))) continue;
+    const current = live.get(entryId(entry));
+    observed.push({
+      ref: entry,
+      component: current?.metadata.labels[LABEL_COMPONENT] ?? 'main',
+      live: current,
+      desired: false,
+      recorded: true,
+      applied: current !== undefined,
+      drift: undefined,
+    });
+  }
+  return observed;
+}
+
+function nameFromObjects(objects: readonly ObservedKubeObject[]): string | undefined {
+  for (const o of objects) {
+    const name = o.live?.metadata.annotations[ANNOTATION_DEPLOYMENT_NAME];
+    if (name) return name;
+  }
+  return undefined;
+}
+
+/** Recent Events about the deployment's objects, its pods and ReplicaSets, oldest first. */
+async function eventsOf(kube: KubeClient, namespace: string, found: Observation): Promise<EventRow[]> {
+  const selector = `${LABEL_DEPLOYMENT_ID}=${found.row.id}`;
+  const [pods, replicaSets, events] = await Promise.all([
+    kube.list('Pod', { namespace, labelSelector: selector }),
+    kube.list('ReplicaSet', { namespace, labelSelector: selector }),
+    kube.list('Event', { namespace }),
+  ]).catch((error: unknown) => {
+    throw new StatusCollectError(namespace, 'events', error);
+  });
+  const subjects = new Set([
+    ...found.objects.map((o) => `${o.ref.kind}/${o.ref.name}`),
+    ...found.claims.map((c) => `PersistentVolumeClaim/${c.metadata.name}`),
+    ...pods.map((p) => `Pod/${p.metadata.name}`),
+    ...replicaSets.map((r) => `ReplicaSet/${r.metadata.name}`),
+  ]);
+  return events
+    .map(eventRow)
+    .filter((e) => subjects.has(e.object))
+    .sort((a, b) => timeOf(a) - timeOf(b))
+    .slice(-MAX_EVENTS);
+}
+
+const timeOf = (event: EventRow): number => (event.time ? Date.parse(event.time) || 0 : 0);
+
+function eventRow(event: LiveKubeObject): EventRow {
+  const field = (...path: string[]): unknown => {
+    let current: unknown = event;
+    for (const key of path)
+      current =
+        typeof current === 'object' && current !== null
+          ? (current as Record<string, unknown>)[key]
+          : undefined;
+    return current;
+  };
+  const text = (...path: string[]) => {
+    const value = field(...path);
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  };
+  const seriesCount = field('series', 'count');
+  const deprecatedCount = field('deprecatedCount');
+  return {
+    time:
+      text('series', 'lastObservedTime') ??
+      text('eventTime') ??
+      text('deprecatedLastTimestamp') ??
+      (event.metadata.creationTimestamp || null),
+    type: text('type') ?? 'Normal',
+    reason: text('reason') ?? '',
+    object: `${text('regarding', 'kind') ?? '?'}/${text('regarding', 'name') ?? '?'}`,
+    message: text('note') ?? '',
+    count:
+      typeof seriesCount === 'number'
+        ? seriesCount
+        : typeof deprecatedCount === 'number'
+          ? deprecatedCount
+          : 1,
+  };
+}
+
+function entryOf(object: KubeObject): InventoryEntry {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    namespace: object.metadata.namespace ?? '',
+    name: object.metadata.name,
+  };
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,571 @@
+// The chart's RBAC proven by use: the chart installed with `helm install`, a token of its
+// ServiceAccount (TokenRequest API), and the real agent process holding only that token through
+// a whole lifecycle. Then, with the same token, everything outside its namespaces is denied, and
+// the chart grants no verb the agent did not use (its kube_requests metric of the run).
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { Deployment } from '../../src/controlplane/schemas/index.ts';
+import { type ManagedKind, resourceTypeOf } from '../../src/kube/resources.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
+import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+
+const run = promisify(execFile);
+const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+const CHART = new URL('../../charts/k8s-listener', import.meta.url).pathname;
+const RELEASE = 'agent';
+const IDENTITY = 'rbac-agent';
+const INGRESS_CLASS = 'rbac-test';
+
+/**
+ * Granted but not necessarily used by `run` in one lifecycle, each with its reason:
+ * `group/resource verb`. Anything else granted and unused fails the test.
+ */
+const NOT_IN_RUN: Readonly<Record<string, string>> = {
+  // A rare path: only an Event that recurs within the series window (a rollout failing again and
+  // again) is patched (its series count) instead of created anew.
+  'events.k8s.io/events patch': 'series update of a recurring Event',
+  // `k8s-listener status`, run in the agent's pod (the chart's NOTES), lists the ReplicaSets and
+  // Events of each workload; `run` lists only what it watches (every kind it writes).
+  'apps/replicasets list': 'status',
+  'events.k8s.io/events list': 'status',
+};
+
+interface Rule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+interface Manifest {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  rules?: Rule[];
+}
+
+let world: World;
+let work: string;
+let releaseNs: string;
+let foreignNs: string;
+let watched: readonly string[];
+let manifests: Manifest[];
+let saKubeconfigPath: string;
+let configPath: string;
+let tokenConfig: k8s.KubeConfig;
+
+/** The environment of the agent: none of the suite's own variables (they name the admin kubeconfig). */
+function agentEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('K8S_LISTENER_')));
+}
+
+beforeAll(async () => {
+  const kubeconfigPath = inject('kubeconfigPath');
+  const binDir = inject('clusterBinDir');
+  world = await startWorld(kubeconfigPath, { namespaces: 2 });
+  watched = world.namespaces;
+  releaseNs = uniqueNamespace('listener');
+  foreignNs = uniqueNamespace('foreign');
+  for (const ns of [releaseNs, foreignNs]) await createNamespace(world.kube, ns);
+  await world.kube.core.createNamespacedSecret({
+    namespace: foreignNs,
+    body: { metadata: { name: 'not-yours' }, stringData: { password: 'foreign-secret-value' } },
+  });
+  work = await mkdtemp(join(tmpdir(), 'k8s-listener-rbac-'));
+
+  // The chart as a platform team installs it: two watched namespaces, the ingress class set.
+  const valuesPath = join(work, 'values.yaml');
+  await writeFile(
+    valuesPath,
+    stringify({
+      listenerId: world.listenerId,
+      controlPlane: { url: world.emulator.url, apiKey: 'not-a-real-key' },
+      namespaces: [...watched],
+      replicaCount: 1,
+      config: { render: { ingress: { className: INGRESS_CLASS } } },
+    }),
+  );
+  const helmEnv = {
+    ...process.env,
+    HELM_CACHE_HOME: join(work, 'helm-cache'),
+    HELM_CONFIG_HOME: join(work, 'helm-config'),
+    HELM_DATA_HOME: join(work, 'helm-data'),
+  };
+  await run(
+    join(binDir, 'helm'),
+    ['install', RELEASE, CHART, '-n', releaseNs, '-f', valuesPath, '--kubeconfig', kubeconfigPath],
+    { env: helmEnv },
+  );
+  const { stdout } = await run(
+    join(binDir, 'helm'),
+    ['get', 'manifest', RELEASE, '-n', releaseNs, '--kubeconfig', kubeconfigPath],
+    { env: helmEnv, maxBuffer: 16 * 1024 * 1024 },
+  );
+  manifests = parseAllDocuments(stdout)
+    .map((doc) => doc.toJSON() as Manifest | null)
+    .filter((m): m is Manifest => m !== null);
+  const serviceAccount = manifests.find((m) => m.kind === 'ServiceAccount')?.metadata.name ?? '';
+
+  // A token of the chart's ServiceAccount, as the kubelet would mount it, and nothing else.
+  const token = await world.kube.core.createNamespacedServiceAccountToken({
+    name: serviceAccount,
+    namespace: releaseNs,
+    body: { spec: { expirationSeconds: 3600, audiences: [] } },
+  });
+  const cluster = world.kube.config.getCurrentCluster();
+  saKubeconfigPath = join(work, 'sa-kubeconfig');
+  await writeFile(
+    saKubeconfigPath,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        {
+          name: 'test',
+          cluster: {
+            server: cluster?.server,
+            ...(cluster?.caData ? { 'certificate-authority-data': cluster.caData } : {}),
+            ...(cluster?.caFile ? { 'certificate-authority': cluster.caFile } : {}),
+          },
+        },
+      ],
+      users: [{ name: serviceAccount, user: { token: token.status?.token } }],
+      contexts: [{ name: 'sa', context: { cluster: 'test', user: serviceAccount } }],
+      'current-context': 'sa',
+    }),
+    { mode: 0o600 },
+  );
+  tokenConfig = new k8s.KubeConfig();
+  tokenConfig.loadFromFile(saKubeconfigPath);
+
+  configPath = join(work, 'config.yaml');
+  await writeFile(
+    configPath,
+    stringify({
+      listenerId: world.listenerId,
+      controlPlane: { baseUrl: world.emulator.url },
+      kubeconfig: saKubeconfigPath,
+      namespaces: [...watched],
+      identity: IDENTITY,
+      agentNamespace: releaseNs,
+      probes: { host: '127.0.0.1', port: 0 },
+      log: { level: 'info' },
+      render: { ingress: { className: INGRESS_CLASS } },
+      reconcile: {
+        ...FAST_RECONCILE,
+        leaderElection: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
+      },
+    }),
+  );
+}, 300_000);
+
+afterAll(async () => {
+  await world?.close();
+  for (const ns of [releaseNs, foreignNs]) {
+    if (ns) await world?.kube.core.deleteNamespace({ name: ns }).catch(() => undefined);
+  }
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** `group/resource verb` for every permission the chart's Role in `namespace` grants. */
+function granted(namespace: string): Set<string> {
+  const roles = manifests.filter((m) => m.kind === 'Role' && m.metadata.namespace === namespace);
+  expect(roles, `a Role in ${namespace}`).toHaveLength(1);
+  const permissions = new Set<string>();
+  for (const rule of roles[0]?.rules ?? []) {
+    for (const group of rule.apiGroups)
+      for (const resource of rule.resources)
+        for (const verb of rule.verbs) permissions.add(`${group}/${resource} ${verb}`);
+  }
+  return permissions;
+}
+
+interface RequestSample {
+  readonly kind: string;
+  readonly verb: string;
+  readonly code: string;
+  readonly count: number;
+}
+
+function parseKubeRequests(metrics: string): RequestSample[] {
+  const samples: RequestSample[] = [];
+  for (const line of metrics.split('\n')) {
+    const match = /^k8s_listener_kube_requests_total\{([^}]*)\} (\d+)/.exec(line);
+    if (!match) continue;
+    const labels = Object.fromEntries(
+      [...(match[1] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1] ?? '', m[2] ?? '']),
+    );
+    samples.push({
+      kind: labels.kind ?? '',
+      verb: labels.verb ?? '',
+      code: labels.code ?? '',
+      count: Number(match[2]),
+    });
+  }
+  return samples;
+}
+
+/**
+ * The permissions a counted request needed: a dry run the same as the write; a server-side apply
+ * that created its object (201) is authorized as both patch and create by the API server.
+ */
+function permissionsOf(sample: RequestSample): string[] {
+  const type = resourceTypeOf(sample.kind as ManagedKind);
+  expect(type, `a known kind: ${sample.kind}`).toBeDefined();
+  const verb = sample.verb.replace(/:dryRun$/, '');
+  const verbs = verb === 'patch' && sample.code === '201' ? ['patch', 'create'] : [verb];
+  return verbs.map((v) => `${type?.group}/${type?.plural} ${v}`);
+}
+
+async function allowed(
+  config: k8s.KubeConfig,
+  attributes: k8s.V1ResourceAttributes,
+): Promise<boolean | undefined> {
+  const review = await config.makeApiClient(k8s.AuthorizationV1Api).createSelfSubjectAccessReview({
+    body: { spec: { resourceAttributes: attributes } },
+  });
+  return review.status?.allowed;
+}
+
+describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount token', () => {
+  let requests: RequestSample[] = [];
+  let output = '';
+
+  it('runs the whole lifecycle with the chart’s permissions and nothing is forbidden', async () => {
+    const [appsNs = '', otherNs = ''] = watched;
+    const child: ChildProcess = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
+      env: agentEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const probes = await eventually(
+        'the probe address',
+        async () => /"probes":"(http:\/\/[^"]+)"/.exec(output)?.[1],
+        20_000,
+      );
+      const coordination = world.kube.config.makeApiClient(k8s.CoordinationV1Api);
+      const leaseHolder = async () =>
+        (await coordination.readNamespacedLease({ name: 'k8s-listener', namespace: releaseNs })).spec
+          ?.holderIdentity;
+      await eventually('the Lease taken', async () =>
+        (await leaseHolder()) === IDENTITY ? true : undefined,
+      );
+
+      // Every kind the agent writes: prod (PDB), autoscaled (HPA), queue, executor (PodTemplate),
+      // database (StatefulSet, credentials Secret, volume), key-value store, secrets, custom URL.
+      const full: Deployment = await world.client.createDeployment(
+        app(world, 'full', appsNs, {
+          source_config: {
+            listener_id: world.listenerId,
+            listener_config: { k8s_namespace: appsNs },
+            deployment_type: 'prod',
+            custom_url: 'full.rbac.example.test',
+            resource_spec: {
+              min_scale: 2,
+              max_scale: 3,
+              cpu: 0.1,
+              memory_mb: 64,
+              queue_cpu: 0.1,
+              executor_cpu: 0.1,
+              db_storage_gi: 1,
+              kvstore_memory_mb: 32,
+            },
+          },
+        }),
+      );
+      const small = await world.client.createDeployment(app(world, 'small', otherNs));
+      await waitForRevision(world, full, 'DEPLOYED', 90_000);
+      await waitForRevision(world, small, 'DEPLOYED');
+
+      // A new revision.
+      const next = await world.client.patchDeployment(full.id, {
+        source_revision_config: { image_uri: 'nginx:1.28' },
+      });
+      expect(next.latest_revision_id).not.toBe(full.latest_revision_id);
+      await waitForRevision(world, next, 'DEPLOYED', 90_000);
+
+      // Drift repaired: an image edited and a Service deleted by hand come back.
+      await world.kube.apps.patchNamespacedDeployment({
+        name: 'full',
+        namespace: appsNs,
+        body: [
+          { op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'busybox:hand-edited' },
+        ],
+      });
+      await world.kube.core.deleteNamespacedService({ name: 'small', namespace: otherNs });
+      await eventually('image restored', async () => {
+        const live = await world.kube.apps.readNamespacedDeployment({ name: 'full', namespace: appsNs });
+        return live.spec?.template.spec?.containers[0]?.image === 'nginx:1.28' ? true : undefined;
+      });
+      await eventually('Service restored', async () =>
+        (await world.kube.core.readNamespacedService({ name: 'small', namespace: otherNs }))
+          ? true
+          : undefined,
+      );
+
+      // `status` in the agent's pod, with the same token, while every kind exists.
+      const status = await run(
+        process.execPath,
+        [MAIN, 'status', '--config', configPath, '--output', 'json'],
+        {
+          env: agentEnv(),
+        },
+      ).catch((error: { code: number; stdout: string; stderr: string }) => error);
+      const statusText = `${status.stdout}${status.stderr}`;
+      expect(statusText.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
+      // 1 would mean it could not read the cluster; 3 (DEPLOYING) is its view of a rollout.
+      expect([0, 3], statusText).toContain('code' in status ? status.code : 0);
+      const rows = (
+        JSON.parse(status.stdout) as { deployments: { name: string; workloads: { name: string }[] }[] }
+      ).deployments;
+      expect(
+        rows
+          .find((row) => row.name === 'full')
+          ?.workloads.map((w) => w.name)
+          .sort(),
+      ).toEqual(['full', 'full-db', 'full-kvstore', 'full-queue']);
+
+      // Events written on the workload.
+      const events = await world.kube.config
+        .makeApiClient(k8s.EventsV1Api)
+        .listNamespacedEvent({ namespace: appsNs, fieldSelector: 'regarding.name=full' });
+      expect(events.items.map((e) => e.reason)).toContain('RolloutComplete');
+
+      // Deleted: every object goes, the database volume stays.
+      await world.client.deleteDeployment(full.id);
+      const selector = `${LABEL_DEPLOYMENT_ID}=${full.id}`;
+      await eventually(
+        'objects of the deleted deployment removed',
+        async () => {
+          const [deployments, secrets, templates] = await Promise.all([
+            world.kube.apps.listNamespacedDeployment({ namespace: appsNs, labelSelector: selector }),
+            world.kube.core.listNamespacedSecret({ namespace: appsNs, labelSelector: selector }),
+            world.kube.core.listNamespacedPodTemplate({ namespace: appsNs, labelSelector: selector }),
+          ]);
+          return deployments.items.length + secrets.items.length + templates.items.length === 0
+            ? true
+            : undefined;
+        },
+        60_000,
+      );
+      const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({
+        namespace: appsNs,
+        labelSelector: selector,
+      });
+      expect(claims.items.map((c) => c.metadata?.name)).toEqual(['data-full-db-0']);
+
+      requests = parseKubeRequests(await (await fetch(`${probes}/metrics`)).text());
+
+      // Released on SIGTERM for an immediate successor.
+      child.kill('SIGTERM');
+      expect(await exited, output).toBe(0);
+      expect(await leaseHolder()).toBeFalsy();
+    } catch (error) {
+      const refused = output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line));
+      throw new Error(`${String(error)}; the agent's refused requests: ${refused.slice(0, 5).join('\n')}`, {
+        cause: error,
+      });
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(requests.length).toBeGreaterThan(10);
+    expect(requests.filter((r) => r.code === '403')).toEqual([]);
+    expect(output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
+  });
+
+  it('grants exactly the verbs the agent used: none granted and never used', () => {
+    expect(requests.length).toBeGreaterThan(0);
+    const used = new Set(requests.flatMap(permissionsOf));
+    const lease = manifests.find((m) => m.kind === 'Role' && m.metadata.namespace === releaseNs);
+    const leasePermissions = granted(releaseNs);
+    const namespacePermissions = granted(watched[0] ?? '');
+    // Both watched namespaces get the same Role.
+    expect([...granted(watched[1] ?? '')].sort()).toEqual([...namespacePermissions].sort());
+    // The metric has no namespace label; the Lease is the only kind the agent touches in its own.
+    const isLease = (p: string) => p.startsWith('coordination.k8s.io/leases ');
+    const unused = (permissions: Set<string>, usedHere: (p: string) => boolean) =>
+      [...permissions].filter((p) => !(used.has(p) && usedHere(p)) && NOT_IN_RUN[p] === undefined).sort();
+    expect(unused(namespacePermissions, (p) => !isLease(p))).toEqual([]);
+    expect(unused(leasePermissions, isLease)).toEqual([]);
+    // And each used permission is granted by one of them (the run saw no 403, this says where).
+    const everything = new Set([...namespacePermissions, ...leasePermissions]);
+    expect([...used].filter((p) => !everything.has(p)).sort()).toEqual([]);
+    // The Lease is granted by name for everything but create (RBAC cannot name an object not yet made).
+    expect(
+      lease?.rules?.filter((r) => r.resources.includes('leases') && !r.verbs.includes('create')),
+    ).toEqual([expect.objectContaining({ resourceNames: ['k8s-listener'] })]);
+    expect(manifests.filter((m) => m.kind.startsWith('Cluster'))).toEqual([]);
+  });
+
+  it('passes `check` with the same token: the chart grants every permission the preflight asks about', async () => {
+    const result = await run(process.execPath, [MAIN, 'check', '--config', configPath, '--output', 'json'], {
+      env: agentEnv(),
+    }).catch((error: { code: number; stdout: string; stderr: string }) => error);
+    const report = JSON.parse(result.stdout) as { checks: { id: string; ok: boolean; reason?: string }[] };
+    expect(report.checks.filter((c) => !c.ok)).toEqual([]);
+    expect(report.checks.filter((c) => c.id.startsWith('access/')).length).toBeGreaterThan(5);
+  });
+
+  it('follows the agent configuration: Ingresses, PVC deletion and the Lease only as configured', async () => {
+    const template = async (...sets: string[]) => {
+      const { stdout } = await run(
+        join(inject('clusterBinDir'), 'helm'),
+        ['template', RELEASE, CHART, '-n', 'rel', '--set', `listenerId=${world.listenerId}`]
+          .concat(['--set', 'controlPlane.url=http://cp.example.test', '--set', 'namespaces={n1}'])
+          .concat(sets.flatMap((set) => ['--set', set])),
+        {
+          env: {
+            ...process.env,
+            HELM_CACHE_HOME: join(work, 'helm-cache'),
+            HELM_CONFIG_HOME: join(work, 'helm-config'),
+          },
+        },
+      );
+      const roles = parseAllDocuments(stdout)
+        .map((doc) => doc.toJSON() as Manifest | null)
+        .filter((m): m is Manifest => m?.kind === 'Role');
+      const rulesOf = (namespace: string) =>
+        roles.find((r) => r.metadata.namespace === namespace)?.rules ?? [];
+      const verbsOn = (namespace: string, resource: string) =>
+        rulesOf(namespace)
+          .filter((r) => r.resources.includes(resource))
+          .flatMap((r) => r.verbs);
+      return { rulesOf, verbsOn };
+    };
+    const plain = await template();
+    expect(plain.verbsOn('n1', 'ingresses')).toEqual([]);
+    expect(plain.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch']);
+    const configured = await template(
+      'config.render.ingress.className=public',
+      'config.reconcile.prune.keepDatabaseVolumes=false',
+      'config.reconcile.leaderElection.leaseName=my-lease',
+      'config.reconcile.leaderElection.leaseNamespace=coordination',
+    );
+    expect(configured.verbsOn('n1', 'ingresses')).toEqual(['get', 'list', 'create', 'patch', 'delete']);
+    expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch', 'delete']);
+    expect(configured.rulesOf('rel')).toEqual([]);
+    expect(configured.rulesOf('coordination')).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['my-lease'],
+        verbs: ['get', 'update'],
+      },
+    ]);
+  });
+
+  it('denies every write outside the watched namespaces, and Secrets there', async () => {
+    const writes = ['create', 'update', 'patch', 'delete', 'deletecollection'];
+    const kinds: ManagedKind[] = [
+      'Secret',
+      'Service',
+      'ConfigMap',
+      'PersistentVolumeClaim',
+      'PodTemplate',
+      'Pod',
+      'Event',
+      'Deployment',
+      'StatefulSet',
+      'HorizontalPodAutoscaler',
+      'PodDisruptionBudget',
+      'Ingress',
+      'Lease',
+    ];
+    const allowedWrites: string[] = [];
+    for (const namespace of [foreignNs, 'default', 'kube-system']) {
+      for (const kind of kinds) {
+        const type = resourceTypeOf(kind);
+        for (const verb of writes) {
+          const answer = await allowed(tokenConfig, {
+            namespace,
+            group: type?.group ?? '',
+            resource: type?.plural ?? '',
+            verb,
+          });
+          if (answer !== false) allowedWrites.push(`${namespace} ${type?.plural} ${verb}`);
+        }
+      }
+    }
+    expect(allowedWrites).toEqual([]);
+    // In its own namespace it may only hold its Lease: no other write there either.
+    for (const kind of kinds.filter((k) => k !== 'Lease')) {
+      const type = resourceTypeOf(kind);
+      expect(
+        await allowed(tokenConfig, {
+          namespace: releaseNs,
+          group: type?.group ?? '',
+          resource: type?.plural ?? '',
+          verb: 'create',
+        }),
+        `${kind} create in the release namespace`,
+      ).toBe(false);
+    }
+    // Secrets: readable in the watched namespaces only.
+    for (const namespace of [foreignNs, releaseNs, 'kube-system', undefined]) {
+      for (const verb of ['get', 'list', 'watch']) {
+        expect(
+          await allowed(tokenConfig, { ...(namespace ? { namespace } : {}), resource: 'secrets', verb }),
+          `secrets ${verb} in ${namespace ?? 'all namespaces'}`,
+        ).toBe(false);
+      }
+    }
+    expect(
+      await allowed(tokenConfig, { namespace: watched[0] ?? '', resource: 'secrets', verb: 'get' }),
+    ).toBe(true);
+
+    // And for real, with the token: the requests themselves are refused.
+    const core = tokenConfig.makeApiClient(k8s.CoreV1Api);
+    await expect(
+      core.readNamespacedSecret({ name: 'not-yours', namespace: foreignNs }),
+    ).rejects.toMatchObject({
+      code: 403,
+    });
+    await expect(core.listSecretForAllNamespaces()).rejects.toMatchObject({ code: 403 });
+    await expect(
+      core.createNamespacedConfigMap({ namespace: foreignNs, body: { metadata: { name: 'intruder' } } }),
+    ).rejects.toMatchObject({ code: 403 });
+    await expect(
+      core.deleteNamespacedSecret({ name: 'not-yours', namespace: foreignNs }),
+    ).rejects.toMatchObject({
+      code: 403,
+    });
+  });
+
+  it('may ask the API server what it may do (SelfSubjectAccessReview) through system:basic-user alone', async () => {
+    // The chart grants nothing on authorization.k8s.io; the default ClusterRole every
+    // authenticated user holds does, which is what `k8s-listener check` relies on.
+    const rules = manifests.flatMap((m) => m.rules ?? []);
+    expect(rules.filter((r) => r.apiGroups.includes('authorization.k8s.io'))).toEqual([]);
+    const basicUser = await world.kube.config
+      .makeApiClient(k8s.RbacAuthorizationV1Api)
+      .readClusterRole({ name: 'system:basic-user' });
+    expect(basicUser.rules).toContainEqual(
+      expect.objectContaining({
+        apiGroups: ['authorization.k8s.io'],
+        resources: expect.arrayContaining(['selfsubjectaccessreviews']),
+        verbs: ['create'],
+      }),
+    );
+    expect(
+      await allowed(tokenConfig, {
+        namespace: watched[0] ?? '',
+        group: 'apps',
+        resource: 'deployments',
+        verb: 'patch',
+      }),
+    ).toBe(true);
+  });
+});

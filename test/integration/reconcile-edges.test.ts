@@ -1,0 +1,209 @@
+// The reconciler at the edges, against the real cluster: an aborted reconcile reports nothing, a
+// Secret meeting a terminating namespace first is retried, and a transient failure of a revision
+// that already failed gets a real retry. The reconciler runs alone (no agent loops), with a kube
+// client that only passes requests on — or, to inject one fault, fails one.
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Deployment, Listener, StatusReportBatch } from '../../src/controlplane/schemas/index.ts';
+import { EventRecorder, KubeApiError, KubeClient } from '../../src/kube/index.ts';
+import { DesiredState } from '../../src/reconcile/desiredState.ts';
+import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
+import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
+import { type ReconcileOutcome, Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
+import { chooseTarget, type Target } from '../../src/reconcile/target.ts';
+import { RenderConfig } from '../../src/render/index.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { createMetrics } from '../../src/report/metrics.ts';
+import { StatusReporter } from '../../src/report/statusReporter.ts';
+import { createNamespace, uniqueNamespace } from '../support/adminKube.ts';
+import { app, FAST_RECONCILE, startWorld, type World } from '../support/agentHarness.ts';
+
+const kubeconfigPath = inject('kubeconfigPath');
+const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+let world: World;
+let kube: KubeClient;
+let listener: Listener;
+
+beforeAll(async () => {
+  world = await startWorld(kubeconfigPath, { namespaces: 3 });
+  kube = await KubeClient.fromKubeconfig(kubeconfigPath, { logger });
+  listener = await world.client.getListener(world.listenerId);
+});
+
+afterAll(async () => {
+  await kube?.close();
+  await world?.close();
+});
+
+/** A reconciler of its own, over `client`, whose reports are kept in `sent`. */
+function reconcilerOver(client: ReconcilerKube) {
+  const sent: StatusReportBatch[] = [];
+  const metrics = createMetrics({ defaultMetrics: false });
+  const reporter = new StatusReporter({
+    sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
+    listenerId: listener.id,
+    logger,
+    metrics,
+  });
+  const desired = new DesiredState();
+  const reconciler = new Reconciler({
+    kube: client,
+    desired,
+    inventories: new InventoryStore(client, listener.id),
+    reporter,
+    events: new EventRecorder({ client: kube, logger, identity: 'edges-test' }),
+    metrics,
+    logger,
+    renderConfig: RenderConfig.parse({}),
+    config: ReconcileConfig.parse(FAST_RECONCILE),
+    listener: () => listener,
+    allowedNamespaces: undefined,
+  });
+  return { reconciler, desired, reporter, sent };
+}
+
+/** The Kubernetes client, with each call counted by verb and `before` run ahead of it. */
+function passThrough(before: (verb: string, kind: string) => void = () => undefined) {
+  const calls: string[] = [];
+  const seen = (verb: string, kind: string) => {
+    calls.push(verb);
+    before(verb, kind);
+  };
+  const client: ReconcilerKube = {
+    get: (ref, options) => {
+      seen('get', ref.kind);
+      return kube.get(ref, options);
+    },
+    list: (kind, options) => {
+      seen('list', typeof kind === 'string' ? kind : kind.kind);
+      return kube.list(kind, options);
+    },
+    apply: (object, options) => {
+      seen('apply', object.kind);
+      return kube.apply(object, options);
+    },
+    create: (object, options) => {
+      seen('create', object.kind);
+      return kube.create(object, options);
+    },
+    delete: (ref, options) => {
+      seen('delete', ref.kind);
+      return kube.delete(ref, options);
+    },
+    mergePatch: (ref, patch, options) => {
+      seen('patch', ref.kind);
+      return kube.mergePatch(ref, patch, options);
+    },
+  };
+  return { client, calls };
+}
+
+async function deploymentIn(
+  namespace: string,
+  name: string,
+): Promise<{ deployment: Deployment; target: Target }> {
+  const deployment = await world.client.createDeployment(app(world, name, namespace));
+  const revisions = (await world.client.listAllRevisions(deployment.id)).items;
+  return { deployment, target: chooseTarget(deployment, revisions) };
+}
+
+const reported = (sent: readonly StatusReportBatch[]) => sent.flatMap((batch) => batch.reports);
+
+describe('the reconciler at the edges', () => {
+  it('an abort (a lost lease) mid-reconcile is its own outcome: nothing reported, nothing recorded', async () => {
+    const namespace = world.namespaces[0] ?? '';
+    const { deployment, target } = await deploymentIn(namespace, 'edge-abort');
+    const lease = new AbortController();
+    // The lease is lost as the first object is written.
+    const { client } = passThrough((verb) => {
+      if (verb === 'apply') lease.abort(new Error('leadership lost'));
+    });
+    const { reconciler, desired, reporter, sent } = reconcilerOver(client);
+    desired.set(deployment.id, { kind: 'present', deployment, target, fingerprint: 'f1' });
+
+    const outcome = await reconciler.reconcile(deployment.id, lease.signal);
+
+    expect(outcome).toEqual({ result: 'aborted' } satisfies ReconcileOutcome);
+    await reporter.flush();
+    expect(reported(sent)).toEqual([]);
+  });
+
+  it('retries a Secret that meets a terminating namespace first (classified by the Status, not its text)', async () => {
+    const namespace = uniqueNamespace('edge-term');
+    await createNamespace(world.kube, namespace);
+    listener = { ...listener, compute_config: { k8s_namespaces: [...world.namespaces, namespace] } };
+    const { deployment, target } = await deploymentIn(world.namespaces[1] ?? '', 'edge-term');
+    const moved: Deployment = {
+      ...deployment,
+      source_config: { ...deployment.source_config, listener_config: { k8s_namespace: namespace } },
+    };
+    const { client } = passThrough();
+    const { reconciler, desired } = reconcilerOver(client);
+    desired.set(deployment.id, { kind: 'present', deployment: moved, target, fingerprint: 'f1' });
+    expect((await reconciler.reconcile(deployment.id)).result).toMatch(/^(done|requeue)$/);
+
+    // The Secret is removed by hand, then the namespace held in Terminating: the Secret is the
+    // only object to write, and its error message is the client's shortened one.
+    const secrets = await kube.list('Secret', {
+      namespace,
+      labelSelector: `${LABEL_DEPLOYMENT_ID}=${deployment.id}`,
+    });
+    expect(secrets.length).toBeGreaterThan(0);
+    await world.kube.core.createNamespacedConfigMap({
+      namespace,
+      body: { metadata: { name: 'hold', finalizers: ['k8s-listener.io/test-hold'] }, data: {} },
+    });
+    for (const secret of secrets)
+      await kube.delete({ apiVersion: 'v1', kind: 'Secret', namespace, name: secret.metadata.name });
+    await world.kube.core.deleteNamespace({ name: namespace });
+    try {
+      const outcome = await reconciler.reconcile(deployment.id);
+      expect(outcome.result).toBe('retry');
+      if (outcome.result === 'retry') {
+        expect(outcome.error).toBeInstanceOf(KubeApiError);
+        expect((outcome.error as KubeApiError).kind).toBe('Secret');
+        expect((outcome.error as KubeApiError).message).not.toContain('being terminated');
+      }
+    } finally {
+      await world.kube.core
+        .patchNamespacedConfigMap({
+          namespace,
+          name: 'hold',
+          body: [{ op: 'remove', path: '/metadata/finalizers' }],
+        })
+        .catch(() => undefined);
+    }
+  });
+
+  it('gives a revision that already failed a real retry after a transient error', async () => {
+    const namespace = world.namespaces[2] ?? '';
+    const { deployment, target } = await deploymentIn(namespace, 'edge-retry');
+    const failed: Target = {
+      revision: target.revision && { ...target.revision, status: 'DEPLOY_FAILED' },
+      settled: 'DEPLOY_FAILED',
+    };
+    let faults = 1;
+    const { client, calls } = passThrough((verb, kind) => {
+      if (verb === 'apply' && kind !== 'ConfigMap' && faults-- > 0)
+        throw new KubeApiError({ verb: 'apply', kind, status: 503, reason: 'ServiceUnavailable' });
+    });
+    const { reconciler, desired } = reconcilerOver(client);
+    desired.set(deployment.id, { kind: 'present', deployment, target: failed, fingerprint: 'f1' });
+
+    expect((await reconciler.reconcile(deployment.id)).result).toBe('retry');
+    const before = calls.length;
+    expect((await reconciler.reconcile(deployment.id)).result).toMatch(/^(done|requeue)$/);
+    // The retry did the work: the objects are there.
+    expect(calls.slice(before)).toContain('apply');
+    const made = await kube.list('Deployment', {
+      namespace,
+      labelSelector: `${LABEL_DEPLOYMENT_ID}=${deployment.id}`,
+    });
+    expect(made.length).toBeGreaterThan(0);
+
+    // Once an attempt settled, the same input is not tried again.
+    const settled = calls.length;
+    expect(await reconciler.reconcile(deployment.id)).toEqual({ result: 'done' });
+    expect(calls.length).toBe(settled);
+  });
+});

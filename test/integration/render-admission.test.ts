@@ -1,0 +1,145 @@
+// A namespace set up as platform teams set them — Pod Security `restricted` enforced and a
+// ResourceQuota on cpu and memory — admits every pod the agent renders. Each pod template is
+// created as a Pod with dryRun=All, which runs the same admission the ReplicaSet's pods meet.
+import fc from 'fast-check';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Deployment } from '../../src/controlplane/schemas/index.ts';
+import { KubeClient, type KubeObject } from '../../src/kube/index.ts';
+import { renderDeployment } from '../../src/render/index.ts';
+import { adminKube, uniqueNamespace } from '../support/adminKube.ts';
+import { goldenConfig, listener, maximalDeployment, minimalDeployment } from '../support/renderFixtures.ts';
+import { validDeployment } from '../support/specArbitraries.ts';
+
+const admin = adminKube(inject('kubeconfigPath'));
+const namespace = uniqueNamespace('admission');
+let kube: KubeClient;
+
+beforeAll(async () => {
+  kube = await KubeClient.fromKubeconfig(inject('kubeconfigPath'), { logger: pino({ level: 'silent' }) });
+  await admin.core.createNamespace({
+    body: {
+      metadata: {
+        name: namespace,
+        labels: {
+          'pod-security.kubernetes.io/enforce': 'restricted',
+          'pod-security.kubernetes.io/enforce-version': 'latest',
+        },
+      },
+    },
+  });
+  // The service account the maximal deployment names, as a platform team would have made it.
+  await admin.core.createNamespacedServiceAccount({
+    namespace,
+    body: { metadata: { name: 'agent-platform' } },
+  });
+  await admin.core.createNamespacedResourceQuota({
+    namespace,
+    body: {
+      metadata: { name: 'compute' },
+      spec: { hard: { 'requests.cpu': '64', 'requests.memory': '256Gi', 'limits.memory': '256Gi' } },
+    },
+  });
+});
+
+afterAll(async () => {
+  await kube?.close();
+  await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
+});
+
+/** The pod templates of a render, moved into the test namespace. */
+function podTemplates(deployment: Deployment): { name: string; template: Record<string, unknown> }[] {
+  const moved = structuredClone(deployment);
+  moved.source_config.listener_config = { k8s_namespace: namespace };
+  const result = renderDeployment(
+    {
+      deployment: moved,
+      revision: undefined,
+      listener: { ...listener, compute_config: { k8s_namespaces: [namespace] } },
+      allowedNamespaces: undefined,
+    },
+    goldenConfig,
+  );
+  if (!result.ok) throw result.error;
+  return result.value.objects.flatMap((object: KubeObject) => {
+    const spec = object.spec as
+      | {
+          template?: { spec: { volumes?: unknown[] } };
+          volumeClaimTemplates?: { metadata: { name: string } }[];
+        }
+      | undefined;
+    const template =
+      object.kind === 'PodTemplate' ? (object.template as Record<string, unknown>) : spec?.template;
+    if (!template) return [];
+    // A StatefulSet's pods get a volume per claim template; the probe Pod stands in an emptyDir.
+    const claims = (spec?.volumeClaimTemplates ?? []).map((claim) => ({
+      name: claim.metadata.name,
+      emptyDir: {},
+    }));
+    const withClaims =
+      claims.length === 0 || !spec?.template
+        ? template
+        : {
+            ...spec.template,
+            spec: { ...spec.template.spec, volumes: [...(spec.template.spec.volumes ?? []), ...claims] },
+          };
+    return [
+      { name: `${object.kind}/${object.metadata.name}`, template: withClaims as Record<string, unknown> },
+    ];
+  });
+}
+
+async function admitted(name: string, template: Record<string, unknown>): Promise<string> {
+  const metadata = (template.metadata ?? {}) as Record<string, unknown>;
+  const pod: KubeObject = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: `probe-${Math.random().toString(36).slice(2, 10)}`,
+      namespace,
+      labels: (metadata.labels ?? {}) as Record<string, string>,
+      annotations: {},
+    },
+    spec: template.spec,
+  };
+  await kube.create(pod, { dryRun: true });
+  return name;
+}
+
+/**
+ * The maximal fixture without its nfs volume: `restricted` forbids nfs for every pod, so that is
+ * the deployment's own choice of volume, not anything the agent adds.
+ */
+function withoutNfs(deployment: Deployment): Deployment {
+  const copy = structuredClone(deployment);
+  const spec = copy.source_config.resource_spec;
+  if (!spec) return copy;
+  const nfs = new Set((spec.volumes ?? []).filter((v) => v.nfs).map((v) => v.name));
+  spec.volumes = spec.volumes?.filter((v) => !nfs.has(v.name));
+  spec.volume_mounts = spec.volume_mounts?.filter((m) => !nfs.has(m.name));
+  for (const container of [...(spec.sidecars ?? []), ...(spec.init_containers ?? [])])
+    container.volumeMounts = container.volumeMounts?.filter((m) => !nfs.has(m.name));
+  expect(nfs.size).toBeGreaterThan(0);
+  return copy;
+}
+
+describe('a restricted namespace with a cpu/memory quota', () => {
+  it.each([
+    ['minimal', minimalDeployment],
+    ['maximal (sidecars, init containers, database, key-value store)', withoutNfs(maximalDeployment)],
+  ])('admits every pod of the %s deployment', async (_name, deployment) => {
+    const templates = podTemplates(deployment);
+    expect(templates.length).toBeGreaterThan(0);
+    for (const { name, template } of templates) expect(await admitted(name, template)).toBe(name);
+  });
+
+  it('admits the pods of random valid deployments', async () => {
+    await fc.assert(
+      fc.asyncProperty(validDeployment, async (deployment) => {
+        for (const { name, template } of podTemplates(deployment))
+          expect(await admitted(name, template)).toBe(name);
+      }),
+      { numRuns: 15 },
+    );
+  });
+});

@@ -1,0 +1,101 @@
+// The Dockerfile, read structurally (no Docker engine here to build it): the stages, what reaches
+// the final one, the user, the entry point, the labels, and the build context it is given.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+
+interface Instruction {
+  readonly keyword: string;
+  readonly args: string;
+}
+
+interface Stage {
+  readonly from: string;
+  readonly name: string | undefined;
+  readonly instructions: Instruction[];
+}
+
+/** Instructions with line continuations joined and comments dropped, grouped by FROM. */
+function parseDockerfile(text: string): Stage[] {
+  const logical = text
+    .split('\n')
+    .filter((line) => !/^\s*#/.test(line))
+    .join('\n')
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const stages: Stage[] = [];
+  for (const line of logical) {
+    const [, keyword = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
+    if (keyword.toUpperCase() === 'FROM') {
+      const [from = '', , name] = args.split(/\s+/);
+      stages.push({ from, name, instructions: [] });
+    } else {
+      stages.at(-1)?.instructions.push({ keyword: keyword.toUpperCase(), args });
+    }
+  }
+  return stages;
+}
+
+const root = new URL('../../..', import.meta.url).pathname;
+const stages = parseDockerfile(readFileSync(`${root}Dockerfile`, 'utf8'));
+const final = stages.at(-1);
+const all = (stage: Stage | undefined, keyword: string) =>
+  (stage?.instructions ?? []).filter((i) => i.keyword === keyword).map((i) => i.args);
+
+describe('Dockerfile', () => {
+  it('builds in stages on Node 24, packing and installing the package as the package test does', () => {
+    expect(stages.map((s) => s.name)).toEqual(['build', 'install', undefined]);
+    for (const stage of stages) expect(stage.from).toMatch(/^node:24[.-]/);
+    const build = all(stages[0], 'RUN').join('\n');
+    expect(build).toContain('npm ci ');
+    expect(build).toContain('npm pack');
+    const install = all(stages[1], 'RUN').join('\n');
+    expect(install).toContain('tar -xzf /tmp/k8s-listener.tgz --strip-components=1');
+    expect(install).toContain('npm ci --omit=dev');
+  });
+
+  it('puts only the installed package in the final stage: no sources, no build context', () => {
+    const copies = all(final, 'COPY');
+    expect(copies.length).toBeGreaterThan(0);
+    for (const copy of copies) expect(copy).toMatch(/^--from=install\b/);
+    expect(copies.join('\n')).not.toMatch(/\bsrc\b|\.ts\b/);
+  });
+
+  it('runs as a numeric non-root user, node as PID 1 in exec form, with OCI labels', () => {
+    const users = all(final, 'USER');
+    expect(users).toHaveLength(1);
+    const [uid, gid] = (users[0] ?? '').split(':').map(Number);
+    expect(uid).toBeGreaterThan(0);
+    expect(gid).toBeGreaterThan(0);
+    const entrypoint = JSON.parse(all(final, 'ENTRYPOINT')[0] ?? 'null') as string[];
+    expect(entrypoint[0]).toBe('node');
+    expect(entrypoint.at(-1)).toBe('/app/dist/cli/main.js');
+    expect(JSON.parse(all(final, 'CMD')[0] ?? 'null')).toEqual(['run']);
+    const labels = all(final, 'LABEL').join(' ');
+    for (const key of ['title', 'description', 'licenses', 'version', 'revision']) {
+      expect(labels).toContain(`org.opencontainers.image.${key}=`);
+    }
+  });
+
+  it('is given a build context of exactly what it copies', () => {
+    const ignore = readFileSync(`${root}.dockerignore`, 'utf8')
+      .split('\n')
+      .filter((line) => line && !line.startsWith('#'));
+    expect(ignore).toEqual([
+      '*',
+      '!package.json',
+      '!package-lock.json',
+      '!tsconfig.json',
+      '!tsconfig.build.json',
+      '!src/',
+    ]);
+    const copiedFromContext = stages
+      .flatMap((stage) => all(stage, 'COPY'))
+      .filter((args) => !args.startsWith('--from='))
+      .flatMap((args) => args.split(/\s+/).slice(0, -1));
+    expect(new Set(copiedFromContext)).toEqual(
+      new Set(['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'src']),
+    );
+  });
+});

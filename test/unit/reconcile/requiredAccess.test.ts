@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest';
+import { findResourceType, resourceTypeOf } from '../../../src/kube/resources.ts';
+import { watchedKinds } from '../../../src/reconcile/agent.ts';
+import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import { leaseAccess, namespaceAccess, qualifiedResource } from '../../../src/reconcile/requiredAccess.ts';
+import { renderDeployment } from '../../../src/render/index.ts';
+import { goldenConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
+
+const reconcile = ReconcileConfig.parse({});
+
+function verbsOf(access: ReturnType<typeof namespaceAccess>, group: string, resource: string): string[] {
+  return access.find((a) => a.group === group && a.resource === resource)?.verbs.slice() ?? [];
+}
+
+describe('the permissions check asks for', () => {
+  // Derived from what render produces: every kind it writes is read back, applied and pruned.
+  const result = renderDeployment(
+    { deployment: maximalDeployment, revision: undefined, listener, allowedNamespaces: undefined },
+    goldenConfig,
+  );
+  if (!result.ok) throw result.error;
+  const kinds = [...new Set(result.value.objects.map((o) => `${o.apiVersion} ${o.kind}`))];
+  const access = namespaceAccess({ render: goldenConfig, reconcile });
+
+  it('get, patch and delete on every kind the maximal deployment renders into', () => {
+    expect(kinds.length).toBeGreaterThanOrEqual(8);
+    for (const key of kinds) {
+      const [apiVersion, kind] = key.split(' ') as [string, string];
+      const type = findResourceType(apiVersion, kind);
+      expect(type, key).toBeDefined();
+      expect(verbsOf(access, type?.group ?? '', type?.plural ?? ''), key).toEqual(
+        expect.arrayContaining(['get', 'patch', 'delete']),
+      );
+    }
+  });
+
+  it('list and watch on exactly the kinds the agent watches', () => {
+    const watched = watchedKinds(goldenConfig).map((kind) => {
+      const type = resourceTypeOf(kind);
+      return type?.group === '' ? type.plural : `${type?.plural}.${type?.group}`;
+    });
+    const asked = access.filter((a) => a.verbs.includes('watch')).map(qualifiedResource);
+    expect(asked.sort()).toEqual([...watched].sort());
+    for (const a of access.filter((a) => a.verbs.includes('watch'))) expect(a.verbs).toContain('list');
+  });
+
+  it.each([
+    ['', 'secrets', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
+    ['', 'podtemplates', ['get', 'list', 'watch', 'patch', 'delete']],
+    ['', 'configmaps', ['list', 'watch', 'patch', 'delete']],
+    ['', 'persistentvolumeclaims', ['list', 'watch']],
+    ['', 'pods', ['list']],
+    ['events.k8s.io', 'events', ['create', 'patch']],
+  ])('%s %s: %j', (group, resource, verbs) => {
+    expect(verbsOf(access, group, resource)).toEqual(verbs);
+  });
+
+  it('asks for ingresses only when an ingress class is configured', () => {
+    const without = namespaceAccess({ render: { ingress: { annotations: {} } }, reconcile });
+    expect(without.map(qualifiedResource)).not.toContain('ingresses.networking.k8s.io');
+    expect(access.map(qualifiedResource)).toContain('ingresses.networking.k8s.io');
+  });
+
+  it('asks to delete volumes only when they are not kept', () => {
+    const dropping = ReconcileConfig.parse({ prune: { keepDatabaseVolumes: false } });
+    expect(
+      verbsOf(namespaceAccess({ render: goldenConfig, reconcile: dropping }), '', 'persistentvolumeclaims'),
+    ).toEqual(['list', 'watch', 'delete']);
+  });
+
+  it('asks to create any Lease and to get and update its own, only with leader election', () => {
+    expect(leaseAccess({ reconcile }).map((a) => [qualifiedResource(a), a.verbs])).toEqual([
+      ['leases.coordination.k8s.io', ['create']],
+      ['leases.coordination.k8s.io/k8s-listener', ['get', 'update']],
+    ]);
+    const named = ReconcileConfig.parse({ leaderElection: { leaseName: 'mine' } });
+    expect(leaseAccess({ reconcile: named })[1]?.name).toBe('mine');
+    const solo = ReconcileConfig.parse({ leaderElection: { enabled: false } });
+    expect(leaseAccess({ reconcile: solo })).toEqual([]);
+  });
+});
