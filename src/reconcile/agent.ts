@@ -5,6 +5,7 @@ import { ControlPlaneClient, type ControlPlaneClientOptions } from '../controlpl
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { EventRecorder, KubeClient, LeaderElector, OwnedObjectWatcher } from '../kube/index.ts';
+import { ObjectCache } from '../kube/objectCache.ts';
 import type { RenderConfig } from '../render/index.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../render/ownership.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
@@ -303,8 +304,10 @@ export class Agent {
       metrics: workQueueMetrics(this.#o.metrics, CONTROLLER_NAME),
       keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
     });
+    const cache = new ObjectCache();
     const reconciler = new Reconciler({
       kube,
+      cache,
       desired,
       inventories,
       reporter,
@@ -334,9 +337,11 @@ export class Agent {
       kinds: watchedKinds(this.#o.render),
       namespaces: this.#namespaces,
       labelSelector: `${LABEL_LISTENER_ID}=${listener.id}`,
-      // Handlers only enqueue: a hand edit or deletion of an owned object wakes its deployment.
-      onEvent: ({ object }) => {
-        const id = object.metadata.labels[LABEL_DEPLOYMENT_ID];
+      // Handlers only record and enqueue: a hand edit or deletion of an owned object wakes its
+      // deployment, whose reconcile then reads the object from the cache.
+      onEvent: (event) => {
+        cache.observe(event);
+        const id = event.object.metadata.labels[LABEL_DEPLOYMENT_ID];
         if (id && desired.get(id)) queue.add(id);
       },
     });

@@ -14,6 +14,7 @@ import {
   type LiveKubeObject,
   type ObjectRef,
 } from '../kube/index.ts';
+import type { ObjectCache } from '../kube/objectCache.ts';
 import { type KubeObject, type RenderConfig, renderDeployment } from '../render/index.ts';
 import {
   ANNOTATION_CREATE_ONLY,
@@ -58,6 +59,11 @@ export interface ReconcilerOptions {
   readonly config: ReconcileConfig;
   readonly listener: () => Listener;
   readonly allowedNamespaces: readonly string[] | undefined;
+  /**
+   * The owned objects as the watches see them: reads that hit need no request. Absent (`diff`,
+   * tests), every read is a GET.
+   */
+  readonly cache?: Pick<ObjectCache, 'get' | 'written'>;
 }
 
 export type ReconcileOutcome =
@@ -249,7 +255,7 @@ export class Reconciler {
   /** Makes one object as desired; returns it live. Writes only when missing or drifted. */
   async #ensure(object: KubeObject, log: Logger, signal?: AbortSignal): Promise<LiveKubeObject> {
     const ref = refOf(object);
-    const live = await this.#o.kube.get(ref, { signal });
+    const live = await this.#read(ref, signal);
     if (live && live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID]) {
       // Never adopt: an object of the same name that another owner made stays theirs.
       throw new TerminalFailure(
@@ -258,7 +264,7 @@ export class Reconciler {
       );
     }
     if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') {
-      return live ?? (await this.#o.kube.create(withGeneratedKeys(object), { signal }));
+      return live ?? this.#written(await this.#o.kube.create(withGeneratedKeys(object), { signal }));
     }
     const drift = live ? driftPath(object, live) : 'missing';
     const sameSpec =
@@ -270,7 +276,7 @@ export class Reconciler {
     );
     // Forced: the fields we set are ours (a hand edit of one is drift we undo); fields we do not
     // set stay with their managers, since an apply only claims what it contains.
-    const applied = await this.#o.kube.apply(object, { force: true, signal });
+    const applied = this.#written(await this.#o.kube.apply(object, { force: true, signal }));
     this.#o.metrics.objectsApplied.inc({ kind: object.kind });
     // Our spec did not change, the object did: someone else edited a field we set. Say which
     // field on the object (its path, never a value); the recorder folds repeats into one Event.
@@ -283,6 +289,16 @@ export class Reconciler {
       });
     }
     return applied;
+  }
+
+  /** From the watch cache when it holds the object; a miss is no proof of absence, so it asks. */
+  async #read(ref: ObjectRef, signal?: AbortSignal): Promise<LiveKubeObject | undefined> {
+    return this.#o.cache?.get(ref) ?? (await this.#o.kube.get(ref, { signal }));
+  }
+
+  #written(object: LiveKubeObject): LiveKubeObject {
+    this.#o.cache?.written(object);
+    return object;
   }
 
   async #prune(entry: InventoryEntry, log: Logger, signal?: AbortSignal): Promise<void> {
@@ -357,31 +373,41 @@ export class Reconciler {
     const tracked: { component: string; object: LiveKubeObject | undefined }[] = [];
     for (const object of objects) {
       if (!STATUS_KINDS.has(object.kind)) continue;
-      // The status after our apply is not yet observed: read it again.
-      const fresh = await this.#o.kube.get(refOf(object), { signal });
+      // The status written since our apply: the watch has it, or a read does (without a cache).
+      const ref = refOf(object);
+      const fresh = this.#o.cache ? this.#o.cache.get(ref) : await this.#o.kube.get(ref, { signal });
       tracked.push({
         component: object.metadata.labels[LABEL_COMPONENT] ?? 'main',
         object: fresh ?? live.get(entryId(entryOf(object))),
       });
     }
-    const claims = await this.#o.kube.list('PersistentVolumeClaim', {
-      namespace,
-      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
-      signal,
-    });
-    for (const claim of claims)
-      tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
+    // Claims come only from a StatefulSet's volumeClaimTemplates (the database).
+    if (objects.some((o) => o.kind === 'StatefulSet')) {
+      const claims = await this.#o.kube.list('PersistentVolumeClaim', {
+        namespace,
+        labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+        signal,
+      });
+      for (const claim of claims)
+        tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
+    }
+    const rollout = (podProblems: PodProblem[]) =>
+      computeRollout({
+        objects: tracked,
+        podProblems,
+        now: Date.now(),
+        failureGraceMs: this.#o.config.failureGraceMs,
+      });
+    // Pods only explain a rollout that is not done: with every workload current (kstatus), a
+    // pod's back-off cannot change the verdict, and the listing is the costliest read here.
+    const withoutPods = rollout([]);
+    if (withoutPods.revisionStatus === 'DEPLOYED') return withoutPods;
     const pods = await this.#o.kube.list('Pod', {
       namespace,
       labelSelector: `${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
       signal,
     });
-    return computeRollout({
-      objects: tracked,
-      podProblems: this.#podProblems(pods),
-      now: Date.now(),
-      failureGraceMs: this.#o.config.failureGraceMs,
-    });
+    return rollout(this.#podProblems(pods));
   }
 
   #podProblems(pods: readonly LiveKubeObject[]): PodProblem[] {
@@ -451,7 +477,7 @@ export class Reconciler {
     };
     // `since` (the last transition, for `k8s-listener status`) survives restarts: it is kept from
     // the previous annotation unless the revision or its status changed.
-    const previous = await this.#o.kube.get(inventory).catch(() => undefined);
+    const previous = await this.#read(inventory).catch(() => undefined);
     const annotation = nextStatusAnnotation(
       previous?.metadata.annotations[ANNOTATION_STATUS],
       { revisionId, status: status.revisionStatus, reason: status.reason, message: status.message },
@@ -459,6 +485,7 @@ export class Reconciler {
     );
     await this.#o.kube
       .mergePatch(inventory, { metadata: { annotations: { [ANNOTATION_STATUS]: annotation } } })
+      .then((patched) => this.#written(patched))
       .catch((error: unknown) => log.warn({ err: error }, 'could not write the status annotation'));
   }
 
