@@ -79,8 +79,9 @@ describe('namespace unavailable, by Status structure', () => {
   it.each(objectsIn('kube-errors-missing-namespace').map((o) => [o.kind, o] as const))(
     '%s into a missing namespace (apply and create)',
     async (_kind, object) => {
-      for (const attempt of [client.apply(object, { force: true }), client.create(object)]) {
-        const error = await caught(attempt);
+      // One request at a time: a second promise started early rejects before anything awaits it.
+      for (const attempt of [() => client.apply(object, { force: true }), () => client.create(object)]) {
+        const error = await caught(attempt());
         expect(error.status).toBe(404);
         expect(isNamespaceUnavailable(error)).toBe(true);
         expect(isTransient(error)).toBe(false);
