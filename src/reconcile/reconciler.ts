@@ -24,10 +24,10 @@ import {
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
-} from '../render/ownership.ts';
+} from '../objects/ownership.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
-import { podProblemReasons } from '../report/podProblems.ts';
+import { PodProblemClock } from '../report/podProblems.ts';
 import { computeRollout, type PodProblem, Reason, type RolloutStatus } from '../report/rolloutStatus.ts';
 import { nextStatusAnnotation } from '../report/statusAnnotation.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
@@ -92,7 +92,7 @@ export class Reconciler {
   readonly #o: ReconcilerOptions;
   readonly #log: Logger;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
-  readonly #podProblemSince = new Map<string, number>();
+  readonly #podProblems = new PodProblemClock();
   /**
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
    * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
@@ -338,6 +338,7 @@ export class Reconciler {
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
     this.#statuses.delete(deploymentId);
+    this.#podProblems.forget(deploymentId);
     this.#trackDeploying(deploymentId, undefined, undefined);
     for (const key of this.#deployed) if (key.startsWith(`${deploymentId}/`)) this.#deployed.delete(key);
     this.#updateStatusGauge();
@@ -401,28 +402,16 @@ export class Reconciler {
     // Pods only explain a rollout that is not done: with every workload current (kstatus), a
     // pod's back-off cannot change the verdict, and the listing is the costliest read here.
     const withoutPods = rollout([]);
-    if (withoutPods.revisionStatus === 'DEPLOYED') return withoutPods;
+    if (withoutPods.revisionStatus === 'DEPLOYED') {
+      this.#podProblems.forget(deploymentId);
+      return withoutPods;
+    }
     const pods = await this.#o.kube.list('Pod', {
       namespace,
       labelSelector: `${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
       signal,
     });
-    return rollout(this.#podProblems(pods));
-  }
-
-  #podProblems(pods: readonly LiveKubeObject[]): PodProblem[] {
-    const problems: PodProblem[] = [];
-    const now = Date.now();
-    for (const pod of pods) {
-      for (const reason of podProblemReasons(pod)) {
-        const key = `${pod.metadata.uid}/${reason}`;
-        const since = this.#podProblemSince.get(key) ?? now;
-        this.#podProblemSince.set(key, since);
-        problems.push({ pod: pod.metadata.name, reason, since });
-      }
-    }
-    if (this.#podProblemSince.size > 10_000) this.#podProblemSince.clear();
-    return problems;
+    return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
   }
 
   async #report(

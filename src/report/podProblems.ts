@@ -1,6 +1,7 @@
 // What is wrong with a pod, read from the few status fields that say so: a container waiting with
 // a reason (back-offs, config errors) or the scheduler's PodScheduled=False condition.
 import { z } from 'zod';
+import type { PodProblem } from './rolloutStatus.ts';
 
 const ContainerStatus = z.looseObject({
   name: z.string().optional(),
@@ -45,4 +46,49 @@ export function podProblemReasons(pod: unknown): string[] {
     if (reason) reasons.push(reason);
   }
   return [...new Set(reasons)];
+}
+
+/** The identity of a pod as the tracker needs it. */
+export interface PodRef {
+  readonly metadata: { readonly name: string; readonly uid?: string | undefined };
+}
+
+/**
+ * When each pod of each deployment was first seen with each problem, for the grace period before
+ * a back-off fails the rollout. A problem not seen in a listing is forgotten, one pod and one
+ * deployment at a time: a pod that recovers restarts only its own clock, never another pod's.
+ */
+export class PodProblemClock {
+  /** deploymentId → `uid/reason` → first seen (ms since epoch). */
+  readonly #since = new Map<string, Map<string, number>>();
+
+  /** The problems of a deployment's current pods, each with the time it was first seen. */
+  observe(deploymentId: string, pods: readonly PodRef[], now: number): PodProblem[] {
+    const previous = this.#since.get(deploymentId);
+    const current = new Map<string, number>();
+    const problems: PodProblem[] = [];
+    for (const pod of pods) {
+      for (const reason of podProblemReasons(pod)) {
+        const key = `${pod.metadata.uid ?? pod.metadata.name}/${reason}`;
+        const since = previous?.get(key) ?? now;
+        current.set(key, since);
+        problems.push({ pod: pod.metadata.name, reason, since });
+      }
+    }
+    if (current.size > 0) this.#since.set(deploymentId, current);
+    else this.#since.delete(deploymentId);
+    return problems;
+  }
+
+  /** Drops a deployment's clocks (rolled out, or deleted). */
+  forget(deploymentId: string): void {
+    this.#since.delete(deploymentId);
+  }
+
+  /** How many pod problems are timed, over every deployment (bounded by the live problems). */
+  get size(): number {
+    let total = 0;
+    for (const clocks of this.#since.values()) total += clocks.size;
+    return total;
+  }
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { podProblemReasons } from '../../../src/report/podProblems.ts';
+import { PodProblemClock, podProblemReasons } from '../../../src/report/podProblems.ts';
 
 describe('podProblemReasons', () => {
   it.each([
@@ -63,5 +63,45 @@ status:
     ],
   ])('%s', (_name, yaml, reasons) => {
     expect(podProblemReasons(parse(yaml))).toEqual(reasons);
+  });
+});
+
+describe('PodProblemClock', () => {
+  const crashing = (name: string) => ({
+    metadata: { name, uid: `uid-${name}` },
+    status: {
+      phase: 'Running',
+      containerStatuses: [{ name: 'app', state: { waiting: { reason: 'CrashLoopBackOff' } } }],
+    },
+  });
+  const healthy = (name: string) => ({
+    metadata: { name, uid: `uid-${name}` },
+    status: { phase: 'Running', containerStatuses: [{ name: 'app', state: { running: {} } }] },
+  });
+  const sinceOf = (problems: { pod: string; since: number }[], pod: string) =>
+    problems.find((p) => p.pod === pod)?.since;
+
+  it("restarts only the recovered pod's clock, never another pod's or another deployment's", () => {
+    const clock = new PodProblemClock();
+    clock.observe('d1', [crashing('a'), crashing('b')], 1_000);
+    clock.observe('d2', [crashing('c')], 1_000);
+    // Pod a recovers: its clock stops; b's keeps running.
+    const afterReset = clock.observe('d1', [healthy('a'), crashing('b')], 5_000);
+    expect(sinceOf(afterReset, 'b')).toBe(1_000);
+    expect(sinceOf(afterReset, 'a')).toBeUndefined();
+    // a crashes again: a new clock from now, b still from the start.
+    const again = clock.observe('d1', [crashing('a'), crashing('b')], 9_000);
+    expect([sinceOf(again, 'a'), sinceOf(again, 'b')]).toEqual([9_000, 1_000]);
+    expect(sinceOf(clock.observe('d2', [crashing('c')], 9_000), 'c')).toBe(1_000);
+  });
+
+  it('holds only the live problems, however many pods came and went (no reset of all at a cap)', () => {
+    const clock = new PodProblemClock();
+    clock.observe('steady', [crashing('s')], 0);
+    for (let i = 0; i < 20_000; i += 1) clock.observe('churn', [crashing(`p${i}`)], i);
+    expect(clock.size).toBe(2);
+    expect(sinceOf(clock.observe('steady', [crashing('s')], 30_000), 's')).toBe(0);
+    clock.forget('steady');
+    expect(sinceOf(clock.observe('steady', [crashing('s')], 31_000), 's')).toBe(31_000);
   });
 });
