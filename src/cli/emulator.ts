@@ -1,4 +1,5 @@
 // `k8s-listener emulator`: runs the control-plane emulator until interrupted.
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startEmulator } from '../emulator/server.ts';
 import { createLogger } from './logger.ts';
@@ -33,7 +34,7 @@ export async function runEmulatorCommand(argv: readonly string[]): Promise<numbe
   const seedPath =
     values.seed === 'none'
       ? undefined
-      : (values.seed ?? new URL('../emulator/fixtures/seed.json', import.meta.url).pathname);
+      : (values.seed ?? fileURLToPath(new URL('../emulator/fixtures/seed.json', import.meta.url)));
   const emulator = await startEmulator({
     host: values.host,
     port: Number(values.port),
