@@ -17,7 +17,7 @@ import {
   qualifiedResource,
   type RequiredAccess,
 } from '../reconcile/requiredAccess.ts';
-import { AGENT_NAME, LABEL_MANAGED_BY } from '../render/ownership.ts';
+import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 import { AGENT_VERSION } from '../version.ts';
 import {
   CONFIG_FLAGS,

@@ -4,7 +4,7 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Logger } from 'pino';
 import { type AgentConfig, loadAgentConfig } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
-import { AGENT_NAME } from '../render/ownership.ts';
+import { AGENT_NAME } from '../objects/ownership.ts';
 import { AGENT_VERSION } from '../version.ts';
 
 export const CONFIG_FLAGS = {

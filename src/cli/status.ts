@@ -13,7 +13,7 @@ import {
   StatusLookupError,
   type StatusSources,
 } from '../reconcile/statusCollector.ts';
-import { AGENT_NAME } from '../render/ownership.ts';
+import { AGENT_NAME } from '../objects/ownership.ts';
 import {
   type DeploymentDetail,
   EXIT_FAILED,

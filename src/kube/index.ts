@@ -1,6 +1,6 @@
 // The Kubernetes I/O layer: client, watcher, leader election and event recording.
 
-export type { KubeObject } from '../render/kubeObject.ts';
+export type { KubeObject } from '../objects/kubeObject.ts';
 export * from './errors.ts';
 export * from './events.ts';
 export * from './kubeClient.ts';

@@ -9,8 +9,8 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
-import type { KubeObject } from '../render/kubeObject.ts';
-import { FIELD_MANAGER } from '../render/ownership.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
+import { FIELD_MANAGER } from '../objects/ownership.ts';
 import {
   KubeApiError,
   KubeResponseError,

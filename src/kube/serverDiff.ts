@@ -2,7 +2,7 @@
 // dry-run server-side apply against the live object, with the server's bookkeeping stripped and
 // Secret values replaced by what happens to each key. Apply itself stays in kubeClient.ts.
 import { isDeepStrictEqual } from 'node:util';
-import type { KubeObject } from '../render/kubeObject.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 import type { CallOptions, KubeClient, LiveKubeObject } from './kubeClient.ts';
 import type { ObjectRef } from './resources.ts';
 

@@ -1,6 +1,6 @@
 // The record of what was applied for one deployment, Flux-style: pruning is a diff of this
 // record against the desired set, never a label query alone. Pure functions.
-import type { KubeObject } from '../render/kubeObject.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 
 export interface InventoryEntry {
   readonly apiVersion: string;

@@ -3,14 +3,14 @@
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
 import type { KubeClient } from '../kube/index.ts';
-import type { KubeObject } from '../render/kubeObject.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 import {
   AGENT_NAME,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
-} from '../render/ownership.ts';
+} from '../objects/ownership.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
 
 const COMPONENT = 'inventory';

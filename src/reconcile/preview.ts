@@ -12,7 +12,7 @@ import {
   ANNOTATION_DEPLOYMENT_NAME,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
-} from '../render/ownership.ts';
+} from '../objects/ownership.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { decideVanished } from './pruneGuard.ts';

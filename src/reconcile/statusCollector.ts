@@ -14,7 +14,7 @@ import {
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
-} from '../render/ownership.ts';
+} from '../objects/ownership.ts';
 import { parseStatusAnnotation, type StatusAnnotation } from '../report/statusAnnotation.ts';
 import {
   type DeploymentDetail,

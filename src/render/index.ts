@@ -4,13 +4,13 @@ import { safeParseResource } from '../controlplane/parse.ts';
 import { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
 import { canonicalHash } from './canonicalHash.ts';
 import { RenderError, type RenderProblem } from './errors.ts';
-import type { KubeObject } from './kubeObject.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 import { buildObjects } from './objects.ts';
 import { planDeployment } from './plan.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
 export { RenderError, type RenderProblem } from './errors.ts';
-export type { KubeObject } from './kubeObject.ts';
+export type { KubeObject } from '../objects/kubeObject.ts';
 export { RenderConfig, type RenderConfigInput } from './renderConfig.ts';
 
 export interface RenderInput {

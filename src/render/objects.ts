@@ -2,7 +2,7 @@
 // becomes"). Everything here is total: validation happened in plan.ts.
 import type { Container, VolumeMount } from '../controlplane/schemas/index.ts';
 import { canonicalHash } from './canonicalHash.ts';
-import type { KubeObject } from './kubeObject.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 import {
   AGENT_NAME,
   ANNOTATION_CONFIG_CHECKSUM,
@@ -17,7 +17,7 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
   LABEL_NAME,
-} from './ownership.ts';
+} from '../objects/ownership.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
 import type { RenderConfig } from './renderConfig.ts';

@@ -7,7 +7,7 @@ import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../src/reconcile/agent.ts';
-import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/render/ownership.ts';
+import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { type LocalCluster, startLocalCluster } from '../cluster/localCluster.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { type ManagedKind, resourceTypeOf } from '../../src/kube/resources.ts';
-import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
 

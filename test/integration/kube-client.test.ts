@@ -13,7 +13,7 @@ import {
   KubeClient,
   type KubeObject,
 } from '../../src/kube/index.ts';
-import { FIELD_MANAGER } from '../../src/render/ownership.ts';
+import { FIELD_MANAGER } from '../../src/objects/ownership.ts';
 import { adminKube, createNamespace, uniqueNamespace } from '../support/adminKube.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');

@@ -9,7 +9,7 @@ import {
   type OwnedObjectEvent,
   OwnedObjectWatcher,
 } from '../../src/kube/index.ts';
-import { LABEL_LISTENER_ID } from '../../src/render/ownership.ts';
+import { LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { adminKube, createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
 import { proxiedKubeConfig, type TcpProxy } from '../unit/kube/tcpProxy.ts';
 

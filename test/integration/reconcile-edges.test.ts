@@ -12,7 +12,7 @@ import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { type ReconcileOutcome, Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
 import { chooseTarget, type Target } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { StatusReporter } from '../../src/report/statusReporter.ts';
 import { createNamespace, uniqueNamespace } from '../support/adminKube.ts';

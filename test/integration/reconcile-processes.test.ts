@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
 

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../src/reconcile/agent.ts';
-import { LABEL_LISTENER_ID } from '../../src/render/ownership.ts';
+import { LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
 import { type FaultyControlPlane, startFaultyControlPlane } from '../support/faultyControlPlane.ts';

@@ -3,7 +3,7 @@
 // manager's edit of a field the agent owns is taken back, and only that one.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../src/reconcile/agent.ts';
-import { LABEL_DEPLOYMENT_ID } from '../../src/render/ownership.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { parseStatusAnnotation } from '../../src/report/statusAnnotation.ts';
 import { eventually, kubectl } from '../support/adminKube.ts';
 import {

@@ -15,7 +15,7 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
-} from '../../../src/render/ownership.ts';
+} from '../../../src/objects/ownership.ts';
 import type { RenderConfig } from '../../../src/render/renderConfig.ts';
 import {
   config,
