@@ -11,13 +11,13 @@ import { isForbidden, isNotFound, KubeApiError } from '../kube/errors.ts';
 import { KubeClient, type KubeObject } from '../kube/index.ts';
 import { formatMicroTime } from '../kube/microTime.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
+import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 import {
   leaseAccess,
   namespaceAccess,
   qualifiedResource,
   type RequiredAccess,
 } from '../reconcile/requiredAccess.ts';
-import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 import { AGENT_VERSION } from '../version.ts';
 import {
   CONFIG_FLAGS,

@@ -7,13 +7,13 @@ import { stringify } from 'yaml';
 import { type AgentConfig, ConfigError } from '../config/agentConfig.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import { KubeClient } from '../kube/kubeClient.ts';
+import { AGENT_NAME } from '../objects/ownership.ts';
 import {
   collectDeploymentDetail,
   collectStatusRows,
   StatusLookupError,
   type StatusSources,
 } from '../reconcile/statusCollector.ts';
-import { AGENT_NAME } from '../objects/ownership.ts';
 import {
   type DeploymentDetail,
   EXIT_FAILED,

@@ -6,13 +6,13 @@ import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
-import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
+import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { decideVanished } from './pruneGuard.ts';

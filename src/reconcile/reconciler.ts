@@ -15,7 +15,6 @@ import {
   type ObjectRef,
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
-import { type KubeObject, type RenderConfig, renderDeployment } from '../render/index.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
@@ -25,6 +24,7 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
+import { type KubeObject, type RenderConfig, renderDeployment } from '../render/index.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { PodProblemClock } from '../report/podProblems.ts';

@@ -5,7 +5,6 @@
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
-import { type KubeObject, RenderConfig, type RenderResult, renderDeployment } from '../render/index.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
@@ -15,6 +14,7 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
+import { type KubeObject, RenderConfig, type RenderResult, renderDeployment } from '../render/index.ts';
 import { parseStatusAnnotation, type StatusAnnotation } from '../report/statusAnnotation.ts';
 import {
   type DeploymentDetail,

@@ -2,15 +2,15 @@
 // objects. Pure: no I/O, no clock, no randomness; the same input gives the same objects.
 import { safeParseResource } from '../controlplane/parse.ts';
 import { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 import { canonicalHash } from './canonicalHash.ts';
 import { RenderError, type RenderProblem } from './errors.ts';
-import type { KubeObject } from '../objects/kubeObject.ts';
 import { buildObjects } from './objects.ts';
 import { planDeployment } from './plan.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
-export { RenderError, type RenderProblem } from './errors.ts';
 export type { KubeObject } from '../objects/kubeObject.ts';
+export { RenderError, type RenderProblem } from './errors.ts';
 export { RenderConfig, type RenderConfigInput } from './renderConfig.ts';
 
 export interface RenderInput {

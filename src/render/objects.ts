@@ -1,7 +1,6 @@
 // Builds the Kubernetes objects of a valid render plan (see DESIGN.md "What one deployment
 // becomes"). Everything here is total: validation happened in plan.ts.
 import type { Container, VolumeMount } from '../controlplane/schemas/index.ts';
-import { canonicalHash } from './canonicalHash.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
   AGENT_NAME,
@@ -18,6 +17,7 @@ import {
   LABEL_MANAGED_BY,
   LABEL_NAME,
 } from '../objects/ownership.ts';
+import { canonicalHash } from './canonicalHash.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
 import type { RenderConfig } from './renderConfig.ts';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RenderError, renderDeployment } from '../../../src/render/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
+import { RenderError, renderDeployment } from '../../../src/render/index.ts';
 import { config } from '../../support/renderFixtures.ts';
 import { breakage, listener, validDeployment } from '../../support/specArbitraries.ts';
 

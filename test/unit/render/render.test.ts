@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Revision } from '../../../src/controlplane/schemas/index.ts';
 import {
-  type KubeObject,
-  RenderError,
-  type RenderInput,
-  renderDeployment,
-} from '../../../src/render/index.ts';
-import {
   ANNOTATION_CONFIG_CHECKSUM,
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_REVISION_ID,
@@ -16,6 +10,12 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
+import {
+  type KubeObject,
+  RenderError,
+  type RenderInput,
+  renderDeployment,
+} from '../../../src/render/index.ts';
 import type { RenderConfig } from '../../../src/render/renderConfig.ts';
 import {
   config,
