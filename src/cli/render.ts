@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml, stringify } from 'yaml';
 import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
+import { chooseTarget } from '../reconcile/target.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
 import { createLogger } from './logger.ts';
 
@@ -15,7 +16,8 @@ export const RENDER_USAGE = `Usage:
 Prints the Kubernetes objects the agent would apply for one deployment, as YAML documents.
   --file FILE           a deployment as JSON or YAML, or {deployment, revision, listener}
   --listener-file FILE  the listener (default: one that allows the deployment's namespace)
-  --id ID               read the deployment, its latest revision and its listener from the
+  --id ID               read the deployment, the revision the agent would roll out (the
+                        newest, as the agent chooses it) and its listener from the
                         control plane (API key from K8S_LISTENER_API_KEY, or a file
                         named by K8S_LISTENER_API_KEY_FILE)
   --config FILE         agent configuration (its "render" section is used; unknown keys
@@ -102,11 +104,15 @@ async function renderRemote(
     if (invalid) throw invalid.error;
     const deployment = listing.items[0];
     if (!deployment) throw new Error(`deployment ${id} not found`);
-    const revisions = await client.listAllRevisions(id);
-    const revision = revisions.items.find((r) => r.id === deployment.latest_revision_id);
+    // The agent's own choice of revision, not latest_revision_id: the preview shows what it applies.
+    const target = chooseTarget(deployment, (await client.listAllRevisions(id)).items);
+    const revision = target.revision;
     if (!deployment.source_config.listener_id) throw new Error(`deployment ${id} is not bound to a listener`);
     const listener = await client.getListener(deployment.source_config.listener_id);
-    return renderDeployment({ deployment, revision, listener, allowedNamespaces }, config);
+    const result = renderDeployment({ deployment, revision, listener, allowedNamespaces }, config);
+    if (!result.ok || !target.settled || !revision) return result;
+    const settled = `revision ${revision.id} is ${target.settled}: the agent does not roll it out on its own`;
+    return { ok: true, value: { ...result.value, notes: [...result.value.notes, settled] } };
   } finally {
     await client.close();
   }

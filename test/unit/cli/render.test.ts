@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
+import { readFileSync } from 'node:fs';
 import { runRenderCommand } from '../../../src/cli/render.ts';
-import { type Harness, SEED_DEPLOYMENTS, startHarness } from '../../support/emulatorHarness.ts';
+import { startEmulator } from '../../../src/emulator/server.ts';
+import { EmulatorState } from '../../../src/emulator/state.ts';
+import { type Harness, SEED_DEPLOYMENTS, SEED_PATH, startHarness } from '../../support/emulatorHarness.ts';
 
 async function capture(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -63,6 +66,37 @@ describe('render command', () => {
       'PodDisruptionBudget',
     ]);
     expect(stdout).toContain('image: busybox:1.36');
+  });
+
+  it('previews the revision the agent would choose, not latest_revision_id, and notes a failed one', async () => {
+    // latest_revision_id still names the older revision (1.35) while a newer one (1.37) exists,
+    // as after a redeploy the deployment record has not caught up with: the agent rolls out 1.37.
+    const state = EmulatorState.parse(JSON.parse(readFileSync(SEED_PATH, 'utf8')));
+    const stored = state.deployments.find((d) => d.deployment.id === SEED_DEPLOYMENTS.chatApi);
+    const [older, newer] = stored?.revisions ?? [];
+    if (!stored || !older || !newer) throw new Error('the seed changed: chat-api needs two revisions');
+    stored.deployment.latest_revision_id = older.id;
+    newer.source_revision_config = { image_uri: 'busybox:1.37' };
+    const preview = async () => {
+      const emulator = await startEmulator({ seed: state });
+      try {
+        return await capture(['--id', SEED_DEPLOYMENTS.chatApi, '--control-plane', emulator.url]);
+      } finally {
+        await emulator.close();
+      }
+    };
+    const chosen = await preview();
+    expect(chosen.code).toBe(0);
+    expect(chosen.stdout).toContain('image: busybox:1.37');
+    expect(chosen.stdout).not.toContain('busybox:1.35');
+    expect(chosen.stderr).not.toContain('does not roll it out');
+
+    newer.status = 'DEPLOY_FAILED';
+    const failed = await preview();
+    expect(failed.stdout).toContain('image: busybox:1.37');
+    expect(failed.stderr).toContain(
+      `note: revision ${newer.id} is DEPLOY_FAILED: the agent does not roll it out on its own`,
+    );
   });
 
   it('exits 1 and lists every problem of an invalid deployment on stderr', async () => {
