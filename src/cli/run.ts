@@ -1,7 +1,8 @@
-// `k8s-listener run`: the agent's main job. Exits 0 after a graceful shutdown on SIGTERM/SIGINT.
+// `k8s-listener run`: the agent's main job. Exits 0 after a graceful shutdown on SIGTERM/SIGINT, and
+// 1 at once when leadership is lost, so that the pod restarts clean (as controller-runtime does).
 import { parseArgs } from 'node:util';
 import type { AgentConfig } from '../config/agentConfig.ts';
-import { Agent } from '../reconcile/agent.ts';
+import { Agent } from '../manager/agent.ts';
 import { createMetrics } from '../report/metrics.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, loadConfigFromFlags } from './configFlags.ts';
@@ -82,8 +83,14 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
     logger.info({ signal: await stopped }, 'signal received while registering; stopped');
     return 0;
   }
-  const signal = await stopped;
-  logger.info({ signal }, 'signal received');
+  const ended = await Promise.race([stopped, agent.failed]);
+  if (ended instanceof Error) {
+    // The agent has already stopped, without waiting for anything: another replica may lead.
+    logger.error({ err: ended }, 'exiting');
+    await probes.close();
+    return 1;
+  }
+  logger.info({ signal: ended }, 'signal received');
   await agent.stop();
   await probes.close();
   return 0;

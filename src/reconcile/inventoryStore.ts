@@ -46,24 +46,26 @@ export class InventoryStore {
   }
 
   /** Reads every inventory of this listener in the given namespaces (complete, or throws). */
-  async load(namespaces: readonly string[]): Promise<void> {
+  async load(namespaces: readonly string[], signal?: AbortSignal): Promise<void> {
     this.#cache.clear();
-    for (const namespace of namespaces) {
-      const items = await this.#kube.list('ConfigMap', {
-        namespace,
-        labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId},${LABEL_COMPONENT}=${COMPONENT}`,
-      });
-      for (const item of items) {
-        const parsed = StoredInventory.safeParse(
-          parseJsonOrUndefined((item as { data?: Record<string, string> }).data?.inventory),
-        );
-        if (!parsed.success) continue;
-        const placed = { namespace, inventory: toInventory(parsed.data) };
-        this.#cache.set(parsed.data.deploymentId, [
-          ...(this.#cache.get(parsed.data.deploymentId) ?? []),
-          placed,
-        ]);
-      }
+    for (const namespace of namespaces) await this.add(namespace, signal);
+  }
+
+  /** Reads the inventories of one more namespace (one added to the listener while leading). */
+  async add(namespace: string, signal?: AbortSignal): Promise<void> {
+    const items = await this.#kube.list('ConfigMap', {
+      namespace,
+      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId},${LABEL_COMPONENT}=${COMPONENT}`,
+      signal,
+    });
+    for (const item of items) {
+      const parsed = StoredInventory.safeParse(
+        parseJsonOrUndefined((item as { data?: Record<string, string> }).data?.inventory),
+      );
+      if (!parsed.success) continue;
+      const id = parsed.data.deploymentId;
+      const others = (this.#cache.get(id) ?? []).filter((p) => p.namespace !== namespace);
+      this.#cache.set(id, [...others, { namespace, inventory: toInventory(parsed.data) }]);
     }
   }
 

@@ -112,6 +112,14 @@ export class Reconciler {
     options.metrics.deployingSince.clear();
   }
 
+  /**
+   * The namespaces served changed: a revision that failed for want of its namespace may succeed
+   * now, so every settled attempt is tried once more (the caller requeues every deployment).
+   */
+  namespacesChanged(): void {
+    this.#attempted.clear();
+  }
+
   async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
     const started = performance.now();
     // Every line about this deployment carries its id, and its revision and namespace once known.

@@ -4,8 +4,8 @@
 import { KubeUnsupportedKindError } from '../kube/errors.ts';
 import { resourceTypeOf } from '../kube/resources.ts';
 import type { RenderConfig } from '../render/renderConfig.ts';
-import { WATCHED_KINDS } from './agent.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
+import { WATCHED_KINDS } from './watchedKinds.ts';
 
 export interface RequiredAccess {
   /** '' for the core group. */

@@ -17,7 +17,7 @@ import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import { startEmulator } from '../../src/emulator/server.ts';
 import { EmulatorState } from '../../src/emulator/state.ts';
 import { KubeClient } from '../../src/kube/kubeClient.ts';
-import { Agent } from '../../src/reconcile/agent.ts';
+import { Agent } from '../../src/manager/agent.ts';
 import { collectStatusRows } from '../../src/reconcile/statusCollector.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { formatReplicas, formatStatusTable, type StatusRow, shortId } from '../../src/report/statusView.ts';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runDiffCommand } from '../../src/cli/diff.ts';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../src/kube/kubeClient.ts';
-import type { Agent } from '../../src/reconcile/agent.ts';
+import type { Agent } from '../../src/manager/agent.ts';
 import { previewListener } from '../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';

@@ -457,7 +457,14 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'config.reconcile.leaderElection.leaseName=my-lease',
       'config.reconcile.leaderElection.leaseNamespace=coordination',
     );
-    expect(configured.verbsOn('n1', 'ingresses')).toEqual(['get', 'list', 'watch', 'create', 'patch', 'delete']);
+    expect(configured.verbsOn('n1', 'ingresses')).toEqual([
+      'get',
+      'list',
+      'watch',
+      'create',
+      'patch',
+      'delete',
+    ]);
     expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch', 'delete']);
     expect(configured.rulesOf('rel')).toEqual([]);
     expect(configured.rulesOf('coordination')).toEqual([

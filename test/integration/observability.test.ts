@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../../src/cli/logger.ts';
 import { type RunningProbeServer, startProbeServer } from '../../src/cli/probeServer.ts';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
-import type { Agent } from '../../src/reconcile/agent.ts';
+import type { Agent } from '../../src/manager/agent.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../src/version.ts';
 import { eventually } from '../support/adminKube.ts';

@@ -3,8 +3,8 @@
 // steady state, delete.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
+import type { Agent } from '../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
-import type { Agent } from '../../src/reconcile/agent.ts';
 import { eventually } from '../support/adminKube.ts';
 import {
   app,

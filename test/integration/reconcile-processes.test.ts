@@ -120,6 +120,48 @@ describe('agent processes', () => {
     expect(await leaseHolder()).toBeUndefined();
   });
 
+  it('exits non-zero at once when another holder takes the lease, and leaves the lease to it', async () => {
+    const agent = startAgentProcess('replica-l');
+    await eventually(
+      'a leader',
+      async () => ((await leaseHolder()) === 'replica-l' ? true : undefined),
+      30_000,
+    );
+    const working = await world.client.createDeployment(app(world, 'usurped', world.namespaces[0] ?? ''));
+    await waitForRevision(world, working, 'DEPLOYED');
+
+    // Another holder writes the lease, as a replica that judged it expired would.
+    const coordination = world.kube.config.makeApiClient(k8s.CoordinationV1Api);
+    const lease = await coordination.readNamespacedLease({ name: leaseName, namespace: 'default' });
+    const now = new k8s.V1MicroTime();
+    await coordination.replaceNamespacedLease({
+      name: leaseName,
+      namespace: 'default',
+      body: {
+        ...lease,
+        spec: {
+          ...lease.spec,
+          holderIdentity: 'usurper',
+          leaseDurationSeconds: 60,
+          acquireTime: now,
+          renewTime: now,
+        },
+      },
+    });
+    const takenAt = Date.now();
+    const code = await Promise.race([
+      agent.exited,
+      new Promise<'still running'>((resolve) => setTimeout(() => resolve('still running'), 10_000)),
+    ]);
+    // Noticed at the next renewal (retry period 0.5 s) and nothing waited for.
+    expect(code).toBe(1);
+    expect(Date.now() - takenAt).toBeLessThan(5_000);
+    expect(agent.output()).toContain('leadership lost');
+    // Not released: the lease is the new holder's.
+    expect(await leaseHolder()).toBe('usurper');
+    await coordination.deleteNamespacedLease({ name: leaseName, namespace: 'default' });
+  });
+
   it('converges after being killed mid-rollout and restarted, with no duplicate or lost object', async () => {
     const namespace = world.namespaces[1] ?? '';
     const first = startAgentProcess('replica-c');

@@ -2,8 +2,8 @@
 // sudden mass disappearance is refused; one deployment gone from a complete listing is deleted.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
+import type { Agent } from '../../src/manager/agent.ts';
 import { LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
-import type { Agent } from '../../src/reconcile/agent.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
 import { type FaultyControlPlane, startFaultyControlPlane } from '../support/faultyControlPlane.ts';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { describe, expect, inject, it } from 'vitest';
-import { Agent } from '../../src/reconcile/agent.ts';
+import { Agent } from '../../src/manager/agent.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { createMetrics } from '../../src/report/metrics.ts';

@@ -2,8 +2,8 @@
 // fails its rollout after the grace period instead of leaving it DEPLOYING forever; another field
 // manager's edit of a field the agent owns is taken back, and only that one.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Agent } from '../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
-import type { Agent } from '../../src/reconcile/agent.ts';
 import { parseStatusAnnotation } from '../../src/report/statusAnnotation.ts';
 import { eventually, kubectl } from '../support/adminKube.ts';
 import {

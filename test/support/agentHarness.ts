@@ -8,7 +8,7 @@ import type {
   RevisionStatus,
 } from '../../src/controlplane/schemas/index.ts';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
-import { Agent } from '../../src/reconcile/agent.ts';
+import { Agent } from '../../src/manager/agent.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { findResourceType, resourceTypeOf } from '../../../src/kube/resources.ts';
-import { watchedKinds } from '../../../src/reconcile/agent.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { leaseAccess, namespaceAccess, qualifiedResource } from '../../../src/reconcile/requiredAccess.ts';
+import { watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
 import { renderDeployment } from '../../../src/render/index.ts';
 import { goldenConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
 

@@ -1,0 +1,291 @@
+// One term of leadership: the poll loop, the queue workers, the watches on owned objects and the
+// periodic resync, from the moment the lease is won until it is lost or the agent stops. Nothing of
+// a session outlives it: the next term (here or in another replica) starts from what it observes.
+import type { Logger } from 'pino';
+import type { ControlPlaneClient } from '../controlplane/client.ts';
+import type { Listener } from '../controlplane/schemas/index.ts';
+import { EventRecorder, type KubeClient, OwnedObjectWatcher } from '../kube/index.ts';
+import { ObjectCache } from '../kube/objectCache.ts';
+import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
+import { DesiredState } from '../reconcile/desiredState.ts';
+import { InventoryStore } from '../reconcile/inventoryStore.ts';
+import { Poller } from '../reconcile/poller.ts';
+import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
+import { Reconciler } from '../reconcile/reconciler.ts';
+import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
+import { watchedKinds } from '../reconcile/watchedKinds.ts';
+import { WorkQueue } from '../reconcile/workQueue.ts';
+import type { RenderConfig } from '../render/index.ts';
+import { deploymentLogger } from '../report/deploymentLogger.ts';
+import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
+import { StatusReporter } from '../report/statusReporter.ts';
+import { sleep } from '../sleep.ts';
+import { managedNamespaces, type Registration, recordVersion } from './registration.ts';
+
+export interface LeaderSessionOptions {
+  readonly kube: KubeClient;
+  readonly controlPlane: ControlPlaneClient;
+  readonly registration: Registration;
+  /** The agent's own allow-list; undefined lets the listener's namespaces stand. */
+  readonly allowedNamespaces: readonly string[] | undefined;
+  readonly identity: string;
+  readonly render: RenderConfig;
+  readonly reconcile: ReconcileConfig;
+  readonly metrics: AgentMetrics;
+  readonly logger: Logger;
+}
+
+/** The parts of one session, built when it starts. */
+interface Parts {
+  readonly desired: DesiredState;
+  readonly inventories: InventoryStore;
+  readonly reporter: StatusReporter;
+  readonly queue: WorkQueue;
+  readonly cache: ObjectCache;
+  readonly reconciler: Reconciler;
+  readonly poller: Poller;
+  /** One watcher per namespace: a namespace added to the listener gets its own at once. */
+  readonly watchers: Map<string, OwnedObjectWatcher>;
+}
+
+export class LeaderSession {
+  readonly #o: LeaderSessionOptions;
+  readonly #log: Logger;
+  /** The listener as last read, its namespaces cut to those this session serves. */
+  #listener: Listener;
+  /** Namespaces whose inventories are loaded and whose objects are watched. */
+  #served: string[] = [];
+  #lastLoopAt = Date.now();
+
+  constructor(options: LeaderSessionOptions) {
+    this.#o = options;
+    this.#log = options.logger.child({ component: 'agent', identity: options.identity });
+    this.#listener = options.registration.listener;
+  }
+
+  /** When the poll loop last turned (for the liveness probe). */
+  get lastLoopAt(): number {
+    return this.#lastLoopAt;
+  }
+
+  /** The namespaces served: watched, with their inventories loaded. */
+  get namespaces(): readonly string[] {
+    return this.#served;
+  }
+
+  /**
+   * Runs until `leadership` or `stop` aborts. After `stop` (a graceful shutdown) in-flight work
+   * finishes within the drain bound and pending reports are sent; after a lost `leadership`
+   * nothing waits and nothing more is sent: another replica may already be writing.
+   */
+  async run(leadership: AbortSignal, stop: AbortSignal): Promise<void> {
+    const signal = AbortSignal.any([leadership, stop]);
+    if (signal.aborted) return;
+    const { metrics, reconcile: config } = this.#o;
+    const parts = this.#build();
+    let pollTimer: NodeJS.Timeout | undefined;
+    let resyncTimer: NodeJS.Timeout | undefined;
+    let polling: Promise<void> = Promise.resolve();
+    metrics.leader.set(1);
+    try {
+      this.#listener = await recordVersion(this.#o.controlPlane, this.#listener, this.#log);
+      // Before the first poll: which deployments have objects here (for deletions and the guard).
+      if (!(await this.#loadInventories(parts.inventories, signal))) return;
+      // The workers get the lease's signal only: a graceful stop lets in-flight work finish.
+      parts.queue.start(
+        reconcileWorker({
+          reconciler: parts.reconciler,
+          queue: parts.queue,
+          metrics,
+          logger: this.#log,
+          concurrency: config.concurrency,
+          signal: leadership,
+        }),
+      );
+      for (const namespace of this.#served) this.#watch(parts, namespace);
+      resyncTimer = setInterval(() => {
+        for (const id of parts.desired.ids()) parts.queue.add(id);
+      }, config.resyncIntervalMs);
+      resyncTimer.unref();
+      const schedulePoll = (delayMs: number) => {
+        if (signal.aborted) return;
+        pollTimer = setTimeout(() => {
+          polling = this.#pollOnce(parts, signal).finally(() => {
+            this.#lastLoopAt = Date.now();
+            metrics.queueDepth.set(parts.queue.length);
+            schedulePoll(config.pollIntervalMs * (1 + (Math.random() * 2 - 1) * config.pollJitter));
+          });
+        }, delayMs);
+      };
+      schedulePoll(0);
+      this.#log.info({ namespaces: this.#served }, 'leading: polling and reconciling');
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        else signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    } finally {
+      clearTimeout(pollTimer);
+      clearInterval(resyncTimer);
+      const lost = leadership.aborted;
+      // The poll takes the signal: it ends at once.
+      await polling;
+      const drainMs = lost ? 0 : config.shutdownDrainMs;
+      const drained = await parts.queue.shutDown(drainMs);
+      if (!drained && !lost) this.#log.warn({ drainMs }, 'in-flight work did not finish in time');
+      await Promise.all([...parts.watchers.values()].map((watcher) => watcher.stop()));
+      // After a lost lease the next leader reports; this session sends nothing more.
+      if (!lost) await parts.reporter.flush();
+      metrics.leader.set(0);
+    }
+  }
+
+  #build(): Parts {
+    const { kube, metrics, reconcile: config } = this.#o;
+    const log = this.#log;
+    const listenerId = this.#listener.id;
+    const desired = new DesiredState();
+    const inventories = new InventoryStore(kube, listenerId);
+    const reporter = new StatusReporter({
+      sink: this.#o.controlPlane,
+      listenerId,
+      logger: this.#o.logger,
+      metrics,
+    });
+    const events = new EventRecorder({ client: kube, logger: this.#o.logger, identity: this.#o.identity });
+    const queue = new WorkQueue({
+      concurrency: config.concurrency,
+      backoffBaseMs: config.backoffBaseMs,
+      backoffMaxMs: config.backoffMaxMs,
+      maxKeys: config.maxQueuedKeys,
+      logger: this.#o.logger,
+      onDropped: () => metrics.queueDropped.inc(),
+      metrics: workQueueMetrics(metrics, CONTROLLER_NAME),
+      keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
+    });
+    const cache = new ObjectCache();
+    const reconciler = new Reconciler({
+      kube,
+      cache,
+      desired,
+      inventories,
+      reporter,
+      events,
+      metrics,
+      logger: this.#o.logger,
+      renderConfig: this.#o.render,
+      config,
+      // The latest listener read: a namespace taken off it stops being a valid target at once.
+      listener: () => this.#listener,
+      allowedNamespaces: this.#o.allowedNamespaces,
+    });
+    const poller = new Poller({
+      client: this.#o.controlPlane,
+      listenerId,
+      desired,
+      knownIds: () => inventories.deploymentIds(),
+      enqueue: (id) => queue.add(id),
+      reporter,
+      metrics,
+      logger: this.#o.logger,
+      config,
+    });
+    return { desired, inventories, reporter, queue, cache, reconciler, poller, watchers: new Map() };
+  }
+
+  /** Loads the inventories of the registered namespaces, retrying; false when the signal ended it. */
+  async #loadInventories(inventories: InventoryStore, signal: AbortSignal): Promise<boolean> {
+    const namespaces = this.#o.registration.namespaces;
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        await inventories.load(namespaces, signal);
+        this.#served = [...namespaces];
+        return true;
+      } catch (error) {
+        if (signal.aborted) return false;
+        this.#log.warn({ err: error, attempt }, 'reading inventories failed; retrying');
+        await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
+      }
+    }
+    return false;
+  }
+
+  #watch(parts: Parts, namespace: string): void {
+    const watcher = new OwnedObjectWatcher({
+      client: this.#o.kube,
+      logger: this.#o.logger,
+      kinds: watchedKinds(this.#o.render),
+      namespaces: [namespace],
+      labelSelector: `${LABEL_LISTENER_ID}=${this.#listener.id}`,
+      // Handlers only record and enqueue: a hand edit or deletion of an owned object wakes its
+      // deployment, whose reconcile then reads the object from the cache.
+      onEvent: (event) => {
+        parts.cache.observe(event);
+        const id = event.object.metadata.labels[LABEL_DEPLOYMENT_ID];
+        if (id && parts.desired.get(id)) parts.queue.add(id);
+      },
+    });
+    parts.watchers.set(namespace, watcher);
+    watcher.start();
+  }
+
+  async #pollOnce(parts: Parts, signal: AbortSignal): Promise<void> {
+    try {
+      // Every deployment is judged again against the namespaces the listener has now.
+      if (await this.#followListener(parts, signal)) {
+        parts.reconciler.namespacesChanged();
+        for (const id of parts.desired.ids()) parts.queue.add(id);
+      }
+      await parts.poller.pollOnce(signal);
+    } catch (error) {
+      if (!signal.aborted) this.#log.error({ err: error }, 'poll failed');
+    }
+  }
+
+  /**
+   * Re-reads the listener, so that a namespace taken off it is refused from the next render on
+   * and one added is watched and served without a restart. Returns whether what is served changed.
+   */
+  async #followListener(parts: Parts, signal: AbortSignal): Promise<boolean> {
+    let fresh: Listener;
+    try {
+      fresh = await this.#o.controlPlane.getListener(this.#listener.id, { signal });
+    } catch (error) {
+      if (!signal.aborted)
+        this.#log.warn({ err: error }, 'reading the listener failed; keeping the last one read');
+      return false;
+    }
+    const before = this.#listener.compute_config?.k8s_namespaces ?? [];
+    let changed = false;
+    const wanted = managedNamespaces(fresh, this.#o.allowedNamespaces);
+    for (const namespace of wanted.filter((n) => !this.#served.includes(n))) {
+      // Its inventories first: what this listener already has there must be known before the
+      // first reconcile of a deployment there (for pruning).
+      try {
+        await parts.inventories.add(namespace, signal);
+      } catch (error) {
+        if (signal.aborted) return false;
+        this.#log.warn(
+          { err: error, namespace },
+          'reading the inventories of an added namespace failed; retrying at the next poll',
+        );
+        continue;
+      }
+      this.#served = [...this.#served, namespace];
+      this.#watch(parts, namespace);
+      changed = true;
+      this.#log.info({ namespace }, 'namespace added to the listener: watching and serving it');
+    }
+    // A namespace not served yet (its inventories unread) is not a target yet either. One taken
+    // off keeps its watch (its objects stay, and a hand edit there still wakes its deployment,
+    // which then fails with that reason), and the listener read refuses it as a target.
+    const after = (fresh.compute_config?.k8s_namespaces ?? []).filter(
+      (n) => !wanted.includes(n) || this.#served.includes(n),
+    );
+    this.#listener = { ...fresh, compute_config: { ...fresh.compute_config, k8s_namespaces: after } };
+    if (before.join(',') !== after.join(',')) {
+      this.#log.warn({ before, after }, 'the listener namespaces changed');
+      changed = true;
+    }
+    return changed;
+  }
+}

@@ -1,0 +1,22 @@
+// The kinds whose hand edits wake a deployment: every kind the agent writes, so that a deletion by
+// hand is repaired at once rather than at the next resync (also what `check` asks list and watch
+// permission for).
+import type { RenderConfig } from '../render/index.ts';
+
+export const WATCHED_KINDS = [
+  'Deployment',
+  'StatefulSet',
+  'Service',
+  'Secret',
+  'PersistentVolumeClaim',
+  'ConfigMap',
+  'PodTemplate',
+  'HorizontalPodAutoscaler',
+  'PodDisruptionBudget',
+  'Ingress',
+] as const;
+
+/** The kinds watched under this render configuration: no Ingress without an ingress class. */
+export function watchedKinds(render: Pick<RenderConfig, 'ingress'>): (typeof WATCHED_KINDS)[number][] {
+  return WATCHED_KINDS.filter((kind) => kind !== 'Ingress' || render.ingress.className !== undefined);
+}
