@@ -33,6 +33,8 @@ const { values: flags } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
     strict: { type: 'boolean', default: false },
     note: { type: 'string', default: '' },
+    // Node flags for the agent process only, e.g. '--max-old-space-size=128' (space-separated).
+    'agent-node-options': { type: 'string', default: '' },
   },
 });
 const N = Number(flags.deployments);
@@ -203,7 +205,10 @@ interface AgentProcess {
 }
 
 function startAgentProcess(configPath: string, profileDir: string | undefined): AgentProcess {
-  const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const nodeFlags = [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ...(flags['agent-node-options'] ?? '').split(' ').filter(Boolean),
+  ];
   const child = spawn(process.execPath, [...nodeFlags, MAIN, 'run', '--config', configPath], {
     env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
     stdio: ['ignore', 'pipe', 'pipe'],

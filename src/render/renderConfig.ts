@@ -111,11 +111,14 @@ export const RenderConfig = z.strictObject({
       automountServiceAccountToken: z.boolean().default(false),
     })
     .prefault({}),
+  /**
+   * Only what the interface can express: host namespaces (pod-level hostNetwork/hostPID/hostIPC),
+   * host ports (containers carry no ports) and hostPath volumes cannot be asked for at all, so
+   * there is no setting for them.
+   */
   policy: z
     .strictObject({
       forbidPrivilegedContainers: z.boolean().default(true),
-      forbidHostNamespaces: z.boolean().default(true),
-      forbidHostPorts: z.boolean().default(true),
     })
     .prefault({}),
   ingress: z
