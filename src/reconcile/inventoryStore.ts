@@ -78,10 +78,13 @@ export class InventoryStore {
   }
 
   /**
-   * Writes the inventory in `namespace` with a server-side apply, always: the reconciler compares
-   * with the cached inventory first and calls this only when it changed.
+   * Writes the inventory in `namespace` with a server-side apply. An unchanged inventory makes no
+   * request: when the stored one (what this store last wrote or loaded there) is the same, entry
+   * for entry and in order, nothing is sent.
    */
   async write(namespace: string, inventory: Inventory, signal?: AbortSignal): Promise<void> {
+    const stored = this.get(inventory.deploymentId).find((p) => p.namespace === namespace);
+    if (stored && sameStoredInventory(stored.inventory, inventory)) return;
     const object: KubeObject = {
       apiVersion: 'v1',
       kind: 'ConfigMap',
@@ -112,6 +115,26 @@ export class InventoryStore {
     if (rest.length === 0) this.#cache.delete(deploymentId);
     else this.#cache.set(deploymentId, rest);
   }
+}
+
+/** The same stored record: fields, and entries in the same order (pruning follows that order). */
+function sameStoredInventory(a: Inventory, b: Inventory): boolean {
+  return (
+    a.deploymentId === b.deploymentId &&
+    a.specHash === b.specHash &&
+    a.revisionId === b.revisionId &&
+    a.entries.length === b.entries.length &&
+    a.entries.every((entry, i) => {
+      const other = b.entries[i];
+      return (
+        other !== undefined &&
+        entry.apiVersion === other.apiVersion &&
+        entry.kind === other.kind &&
+        entry.namespace === other.namespace &&
+        entry.name === other.name
+      );
+    })
+  );
 }
 
 function toInventory(stored: z.infer<typeof StoredInventory>): Inventory {
