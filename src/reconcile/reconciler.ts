@@ -96,8 +96,10 @@ export class Reconciler {
   /**
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
    * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
+   * `applied`: that attempt applied every object (its rollout failed, not its apply), so drift is
+   * still repaired.
    */
-  readonly #attempted = new Map<string, string>();
+  readonly #attempted = new Map<string, { fingerprint: string; applied: boolean }>();
   /** Last rollout status per deployment, for the by-status gauge. */
   readonly #statuses = new Map<string, string>();
   /** deploymentId/revisionId pairs that reached DEPLOYED. */
@@ -161,8 +163,11 @@ export class Reconciler {
         return this.#done(started, 'deleted');
       }
       const revisionId = target.revision?.id ?? deployment.latest_revision_id ?? undefined;
-      if (target.settled && this.#attempted.get(deploymentId) === entry.fingerprint)
-        return this.#done(started, 'settled');
+      const attempted = this.#attempted.get(deploymentId);
+      // A failed revision is not rolled out or reported again; if its objects were applied, a hand
+      // edit of them is still undone (as Argo CD's self-heal and Flux do, whatever the health).
+      const repairOnly = target.settled !== undefined && attempted?.fingerprint === entry.fingerprint;
+      if (repairOnly && !attempted.applied) return this.#done(started, 'settled');
 
       // 1. Render: pure; a bad deployment fails alone, with every problem named.
       const rendered = renderDeployment(
@@ -196,6 +201,7 @@ export class Reconciler {
       const live = new Map<string, LiveKubeObject>();
       for (const object of objects)
         live.set(entryId(entryOf(object)), await this.#ensure(object, log, signal));
+      if (repairOnly) return this.#done(started, 'settled');
 
       // 4. Prune what left the desired set (inventory diff; only objects this listener owns).
       for (const stale of staleEntries(previousEntries, next.entries)) await this.#prune(stale, log, signal);
@@ -212,7 +218,7 @@ export class Reconciler {
         (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
       );
       await this.#report(deploymentId, revisionId, status, main, log);
-      this.#attempted.set(deploymentId, entry.fingerprint);
+      this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true });
       return status.revisionStatus === 'DEPLOYING'
         ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
         : this.#done(started, 'ok');
@@ -243,7 +249,8 @@ export class Reconciler {
           this.#attempted.delete(deploymentId);
           return { result: 'retry', error };
         }
-        if (entry?.kind === 'present') this.#attempted.set(deploymentId, entry.fingerprint);
+        if (entry?.kind === 'present')
+          this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false });
         this.#done(started, 'failed');
         return { result: 'terminal', error };
       }
