@@ -10,7 +10,7 @@ import type {
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
 import { Agent } from '../../src/manager/agent.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
-import { RenderConfig } from '../../src/render/index.ts';
+import { RenderConfig, type RenderConfigInput } from '../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';
 import { type AdminKube, adminKube, createNamespace, eventually, uniqueNamespace } from './adminKube.ts';
 
@@ -78,6 +78,8 @@ export interface AgentOverrides {
   readonly leaderElection?: boolean;
   readonly leaseName?: string;
   readonly reconcile?: Record<string, unknown>;
+  /** Default: every render default (no ingress class, so no Ingress). */
+  readonly render?: RenderConfigInput;
   /** Default: a registry without the process metrics. */
   readonly metrics?: AgentMetrics;
   /** Default: silent (or TEST_LOG_LEVEL). */
@@ -95,7 +97,7 @@ export async function startAgent(world: World, overrides: AgentOverrides = {}): 
     allowedNamespaces: overrides.allowedNamespaces,
     identity: overrides.identity ?? 'agent-under-test',
     agentNamespace: 'default',
-    render: RenderConfig.parse({}),
+    render: RenderConfig.parse(overrides.render ?? {}),
     reconcile: ReconcileConfig.parse({
       ...FAST_RECONCILE,
       ...overrides.reconcile,
