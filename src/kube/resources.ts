@@ -1,4 +1,5 @@
 // The static table of the Kubernetes kinds this agent touches, and how each maps to its API path.
+import type { KubeObject } from '../objects/kubeObject.ts';
 
 export interface KindRef {
   readonly apiVersion: string;
@@ -10,6 +11,16 @@ export interface ObjectRef {
   readonly kind: string;
   readonly namespace?: string | undefined;
   readonly name: string;
+}
+
+/** The reference of an object: what the API path and error messages need. */
+export function refOf(object: KubeObject): ObjectRef {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    namespace: object.metadata.namespace,
+    name: object.metadata.name,
+  };
 }
 
 export interface ResourceType {

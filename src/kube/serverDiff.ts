@@ -4,7 +4,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import type { CallOptions, KubeClient, LiveKubeObject } from './kubeClient.ts';
-import type { ObjectRef } from './resources.ts';
+import { type ObjectRef, refOf } from './resources.ts';
 
 export type ChangeAction = 'create' | 'configure' | 'unchanged' | 'prune';
 
@@ -149,13 +149,4 @@ function asStrings(value: unknown): Record<string, string> {
   return Object.fromEntries(
     Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
   );
-}
-
-function refOf(object: KubeObject): ObjectRef {
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    namespace: object.metadata.namespace,
-    name: object.metadata.name,
-  };
 }

@@ -5,6 +5,7 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
+import { refOf } from '../kube/resources.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
 import {
   ANNOTATION_CREATE_ONLY,
@@ -12,7 +13,7 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
-import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
+import { type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { decideVanished } from './pruneGuard.ts';
@@ -252,15 +253,6 @@ async function ownedLive(
 
 function inventoryEntry(deploymentId: string, namespace: string): InventoryEntry {
   return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
-}
-
-function refOf(object: KubeObject) {
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    namespace: object.metadata.namespace,
-    name: object.metadata.name,
-  };
 }
 
 function byNameThenId(a: Deployment, b: Deployment): number {

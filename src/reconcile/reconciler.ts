@@ -13,6 +13,7 @@ import {
   type KubeClient,
   type LiveKubeObject,
   type ObjectRef,
+  refOf,
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import {
@@ -496,15 +497,6 @@ export class Reconciler {
   #listenerId(): string {
     return this.#o.listener().id;
   }
-}
-
-function refOf(object: KubeObject): ObjectRef {
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    namespace: object.metadata.namespace,
-    name: object.metadata.name,
-  };
 }
 
 function entryOf(object: KubeObject): InventoryEntry {
