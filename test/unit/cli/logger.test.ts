@@ -126,12 +126,12 @@ describe('--log-level', () => {
       .map((line) => JSON.parse(line) as { msg: string; level: string })
       .find((line) => line.msg === 'k8s-listener starting');
     expect(starting?.level).toBe('info');
-  });
+  }, 60_000); // two real processes: seconds each on a loaded 2-core machine
 
   it('run writes human-readable lines with log.format: pretty', async () => {
     const pretty = await runAgent([], {}, '  level: info\n  format: pretty\n');
     expect(pretty.code).toBe(1);
     expect(pretty.stdout).toMatch(/INFO.*k8s-listener starting/);
     expect(pretty.stdout.startsWith('{')).toBe(false);
-  });
+  }, 30_000);
 });
