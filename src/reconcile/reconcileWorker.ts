@@ -1,9 +1,9 @@
-// The queue's worker: runs one reconcile and settles its outcome — what the queue does next and
-// how controller-runtime's metrics count it — in this one place.
+// The queue's worker: runs one reconcile and settles its outcome — what the queue does next, how
+// controller-runtime's metrics and the agent's own count it — in this one place.
 import type { Logger } from 'pino';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, type ReconcileResultLabel } from '../report/metrics.ts';
-import type { ReconcileOutcome } from './reconciler.ts';
+import { type ReconcileOutcome, TerminalError } from './outcome.ts';
 import type { Worker } from './workQueue.ts';
 
 export interface ReconcileFn {
@@ -50,11 +50,15 @@ export function reconcileWorker(options: ReconcileWorkerOptions): Worker {
       cr.activeWorkers.dec(controller);
       cr.reconcileTime.observe(controller, (performance.now() - started) / 1000);
     }
+    const seconds = (performance.now() - started) / 1000;
     const label = settle(outcome, deploymentId, queue, logger);
     if (label === undefined) return;
     cr.reconcileTotal.inc({ ...controller, result: label });
     if (label === 'error') cr.reconcileErrors.inc(controller);
     if (outcome.result === 'terminal') cr.terminalReconcileErrors.inc(controller);
+    metrics.reconcileDuration.observe({ result: durationLabel(outcome) }, seconds);
+    if (outcome.result === 'terminal') metrics.reconcileErrors.inc({ reason: outcome.error.reason });
+    if (outcome.result === 'retry') metrics.reconcileErrors.inc({ reason: retryReason(outcome.error) });
   };
 }
 
@@ -93,4 +97,25 @@ function settle(
       queue.forget(deploymentId);
       return undefined;
   }
+}
+
+/** The `result` label of k8s_listener_reconcile_duration_seconds. */
+function durationLabel(outcome: ReconcileOutcome): string {
+  switch (outcome.result) {
+    case 'done':
+      return outcome.detail;
+    case 'requeue':
+      return 'requeue';
+    case 'retry':
+      return 'error';
+    case 'terminal':
+      return 'failed';
+    case 'aborted':
+      return 'aborted';
+  }
+}
+
+/** The `reason` label of k8s_listener_reconcile_errors_total for a retried failure. */
+function retryReason(error: unknown): string {
+  return error instanceof TerminalError ? error.reason : 'transient';
 }

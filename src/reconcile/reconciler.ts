@@ -1,5 +1,5 @@
-// reconcile(deploymentId): level-triggered. Reads the desired state of one deployment, renders,
-// applies what drifted, records the inventory, prunes, computes the rollout status and reports.
+// reconcile(deploymentId): level-triggered. Reads the desired state of one deployment and runs its
+// steps — render → apply → inventory → prune → status → report — returning an outcome (outcome.ts).
 // Nothing here depends on which event woke it.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -10,7 +10,6 @@ import {
   isNamespaceUnavailable,
   isTransient,
   KubeApiError,
-  type KubeClient,
   type LiveKubeObject,
   type ObjectRef,
   refOf,
@@ -20,19 +19,18 @@ import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
-  ANNOTATION_STATUS,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
 import { type KubeObject, type RenderConfig, renderDeployment } from '../render/index.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
+import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { PodProblemClock } from '../report/podProblems.ts';
 import { computeRollout, type PodProblem, Reason, type RolloutStatus } from '../report/rolloutStatus.ts';
-import { nextStatusAnnotation } from '../report/statusAnnotation.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
-import type { DesiredState } from './desiredState.ts';
+import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import { driftPath } from './drift.ts';
 import {
   entriesOf,
@@ -42,17 +40,19 @@ import {
   sameInventory,
   staleEntries,
 } from './inventory.ts';
-import { type InventoryStore, inventoryName } from './inventoryStore.ts';
+import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
+import type { KubeReader, KubeWriter } from './kubeAccess.ts';
+import { type ReconcileOutcome, TerminalError } from './outcome.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 
-/** What the reconciler asks of the Kubernetes client (narrow, so a test can inject faults). */
-export type ReconcilerKube = Pick<KubeClient, 'get' | 'list' | 'apply' | 'create' | 'delete' | 'mergePatch'>;
+/** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
+export type ReconcilerKube = KubeReader & KubeWriter;
 
 export interface ReconcilerOptions {
   readonly kube: ReconcilerKube;
   readonly desired: DesiredState;
   readonly inventories: InventoryStore;
-  readonly reporter: StatusReporter;
+  readonly reporter: Pick<StatusReporter, 'record'>;
   readonly events: Pick<EventRecorder, 'record'>;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;
@@ -65,26 +65,6 @@ export interface ReconcilerOptions {
    * tests), every read is a GET.
    */
   readonly cache?: Pick<ObjectCache, 'get' | 'written'>;
-}
-
-export type ReconcileOutcome =
-  | { readonly result: 'done' }
-  | { readonly result: 'requeue'; readonly afterMs: number }
-  /** Worth another try after a backoff (network, API server 5xx, conflicts). */
-  | { readonly result: 'retry'; readonly error: unknown }
-  /** Failed and reported; not retried until the deployment changes (controller-runtime's TerminalError). */
-  | { readonly result: 'terminal'; readonly error: Error }
-  /** Cut off by its signal (a lost lease, a shutdown): nothing reported, nothing recorded. */
-  | { readonly result: 'aborted' };
-
-/** A failure that another attempt would not fix: reported, not retried until the input changes. */
-class TerminalFailure extends Error {
-  override readonly name = 'TerminalFailure';
-  readonly reason: Reason;
-  constructor(reason: Reason, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.reason = reason;
-  }
 }
 
 const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
@@ -101,18 +81,22 @@ export class Reconciler {
    * still repaired.
    */
   readonly #attempted = new Map<string, { fingerprint: string; applied: boolean }>();
-  /** Last rollout status per deployment, for the by-status gauge. */
-  readonly #statuses = new Map<string, string>();
-  /** deploymentId/revisionId pairs that reached DEPLOYED. */
-  readonly #deployed = new Set<string>();
-  /** The revision each DEPLOYING deployment is rolling out, to keep its start across messages. */
-  readonly #deployingRevision = new Map<string, string>();
+  /** The report step: control plane, Events, status annotation, metrics. */
+  readonly #report: DeploymentReport;
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: 'reconciler' });
-    // A new leader session starts from what it observes itself.
-    options.metrics.deployingSince.clear();
+    this.#report = new DeploymentReport({
+      reporter: options.reporter,
+      events: options.events,
+      metrics: options.metrics,
+      // Through the same reads and writes as every object, so the watch cache sees them.
+      objects: {
+        read: (ref) => this.#read(ref),
+        mergePatch: async (ref, patch) => this.#written(await options.kube.mergePatch(ref, patch)),
+      },
+    });
   }
 
   /**
@@ -123,149 +107,182 @@ export class Reconciler {
     this.#attempted.clear();
   }
 
+  /** The shell: picks the path for the desired entry and turns whatever happened into an outcome. */
   async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
-    const started = performance.now();
-    // Every line about this deployment carries its id, and its revision and namespace once known.
-    let log = deploymentLogger(this.#log, { deploymentId });
     const entry = this.#o.desired.get(deploymentId);
-    if (entry?.kind === 'present') {
-      log = withDeploymentFields(log, {
-        revisionId: entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined,
-        namespace: entry.deployment.source_config.listener_config?.k8s_namespace ?? undefined,
-      });
-    } else {
-      const placed = this.#o.inventories.get(deploymentId);
-      if (placed.length === 1) log = withDeploymentFields(log, { namespace: placed[0]?.namespace });
-    }
+    const log = this.#logFor(deploymentId, entry);
     try {
-      if (!entry || entry.kind === 'gone') {
-        if (entry) await this.#deleteDeployment(deploymentId, signal, log);
-        return this.#done(started, 'deleted');
+      if (
+        !entry ||
+        entry.kind === 'gone' ||
+        (entry.kind === 'present' && entry.deployment.status === 'AWAITING_DELETE')
+      ) {
+        if (entry) await this.#deleteDeployment(deploymentId, log, signal);
+        return { result: 'done', detail: 'deleted' };
       }
-      if (entry.kind === 'invalid') {
-        await this.#report(
-          deploymentId,
-          undefined,
-          {
-            revisionStatus: 'DEPLOY_FAILED',
-            deploymentStatus: undefined,
-            reason: Reason.RenderInvalid,
-            message: entry.message,
-          },
-          undefined,
-          log,
-        );
-        this.#done(started, 'invalid');
-        return { result: 'terminal', error: new Error(entry.message) };
-      }
-      const { deployment, target } = entry;
-      if (deployment.status === 'AWAITING_DELETE') {
-        await this.#deleteDeployment(deploymentId, signal, log);
-        return this.#done(started, 'deleted');
-      }
-      const revisionId = target.revision?.id ?? deployment.latest_revision_id ?? undefined;
-      const attempted = this.#attempted.get(deploymentId);
-      // A failed revision is not rolled out or reported again; if its objects were applied, a hand
-      // edit of them is still undone (as Argo CD's self-heal and Flux do, whatever the health).
-      const repairOnly = target.settled !== undefined && attempted?.fingerprint === entry.fingerprint;
-      if (repairOnly && !attempted.applied) return this.#done(started, 'settled');
-
-      // 1. Render: pure; a bad deployment fails alone, with every problem named.
-      const rendered = renderDeployment(
-        {
-          deployment,
-          revision: target.revision,
-          listener: this.#o.listener(),
-          allowedNamespaces: this.#o.allowedNamespaces,
-        },
-        this.#o.renderConfig,
-      );
-      if (!rendered.ok) throw new TerminalFailure(Reason.RenderInvalid, rendered.error.message);
-      const { namespace, objects, specHash } = rendered.value;
-      log = withDeploymentFields(log, { namespace });
-
-      // 2. Record the union of old and new entries first, so that no applied object is ever unrecorded.
-      const previous = this.#o.inventories.get(deploymentId);
-      const previousEntries = previous.flatMap((p) => p.inventory.entries);
-      const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId };
-      const union = unionEntries(previousEntries, next.entries);
-      const here = previous.find((p) => p.namespace === namespace);
-      if (!here || !sameEntries(here.inventory.entries, union)) {
-        await this.#o.inventories.write(
-          namespace,
-          { ...next, entries: union, specHash: here?.inventory.specHash ?? '' },
-          signal,
-        );
-      }
-
-      // 3. Apply what is missing or drifted; nothing is written when nothing changed.
-      const live = new Map<string, LiveKubeObject>();
-      for (const object of objects)
-        live.set(entryId(entryOf(object)), await this.#ensure(object, log, signal));
-      if (repairOnly) return this.#done(started, 'settled');
-
-      // 4. Prune what left the desired set (inventory diff; only objects this listener owns).
-      for (const stale of staleEntries(previousEntries, next.entries)) await this.#prune(stale, log, signal);
-      for (const placed of previous) {
-        if (placed.namespace !== namespace)
-          await this.#o.inventories.remove(deploymentId, placed.namespace, signal);
-      }
-      const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
-      if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
-
-      // 5. Rollout status from the live objects and their pods.
-      const status = await this.#rollout(deploymentId, namespace, objects, live, signal);
-      const main = [...live.values()].find(
-        (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
-      );
-      await this.#report(deploymentId, revisionId, status, main, log);
-      this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true });
-      return status.revisionStatus === 'DEPLOYING'
-        ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
-        : this.#done(started, 'ok');
+      if (entry.kind === 'invalid') throw new TerminalError(Reason.RenderInvalid, entry.message);
+      return await this.#converge(deploymentId, entry, log, signal);
     } catch (error) {
-      // Leadership lost or shutting down: whatever failed, it is not this deployment's failure,
-      // and the next leader reconciles it again.
-      if (isAborted(error) || signal?.aborted) {
-        log.info('reconcile aborted');
-        return { result: 'aborted' };
-      }
-      if (error instanceof TerminalFailure || (error instanceof KubeApiError && !isTransient(error))) {
-        const reason = error instanceof TerminalFailure ? error.reason : Reason.ApplyRejected;
-        log.warn({ reason, err: error }, 'deployment failed');
-        this.#o.metrics.reconcileErrors.inc({ reason });
-        const revisionId =
-          entry?.kind === 'present'
-            ? (entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined)
-            : undefined;
-        await this.#report(
-          deploymentId,
-          revisionId,
-          { revisionStatus: 'DEPLOY_FAILED', deploymentStatus: undefined, reason, message: error.message },
-          undefined,
-          log,
-        );
-        if (isNamespaceUnavailable(error)) {
-          // The namespace may be created (or finish terminating) later: keep trying, with backoff.
-          this.#attempted.delete(deploymentId);
-          return { result: 'retry', error };
-        }
-        if (entry?.kind === 'present')
-          this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false });
-        this.#done(started, 'failed');
-        return { result: 'terminal', error };
-      }
-      // Not settled: the retry does the work again, even for a revision that already failed.
-      this.#attempted.delete(deploymentId);
-      this.#o.metrics.reconcileErrors.inc({ reason: 'transient' });
-      this.#o.metrics.reconcileDuration.observe({ result: 'error' }, (performance.now() - started) / 1000);
-      return { result: 'retry', error };
+      return this.#failed(deploymentId, entry, error, log, signal);
     }
   }
 
-  #done(started: number, result: string): ReconcileOutcome {
-    this.#o.metrics.reconcileDuration.observe({ result }, (performance.now() - started) / 1000);
-    return { result: 'done' };
+  /** The steps, in order, for a deployment that should exist. */
+  async #converge(
+    deploymentId: string,
+    entry: PresentEntry,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileOutcome> {
+    const { target } = entry;
+    const revisionId = revisionOf(entry);
+    const attempted = this.#attempted.get(deploymentId);
+    // A failed revision is not rolled out or reported again; if its objects were applied, a hand
+    // edit of them is still undone (as Argo CD's self-heal and Flux do, whatever the health).
+    const repairOnly = target.settled !== undefined && attempted?.fingerprint === entry.fingerprint;
+    if (repairOnly && !attempted.applied) return { result: 'done', detail: 'settled' };
+
+    // 1. Render: pure; a bad deployment fails alone, with every problem named.
+    const { namespace, objects, specHash } = this.#render(entry);
+    const logIn = withDeploymentFields(log, { namespace });
+    const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId };
+
+    // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
+    const previous = this.#o.inventories.get(deploymentId);
+    await this.#recordAhead(namespace, previous, next, signal);
+    const live = await this.#apply(objects, logIn, signal);
+    if (repairOnly) return { result: 'done', detail: 'settled' };
+
+    // 3. Inventory: what left the desired set, by the diff of the recorded and the new entries.
+    const stale = staleEntries(
+      previous.flatMap((p) => p.inventory.entries),
+      next.entries,
+    );
+    const elsewhere = previous.filter((p) => p.namespace !== namespace).map((p) => p.namespace);
+
+    // 4. Prune it (only objects this listener owns), then record the new inventory alone.
+    for (const entry of stale) await this.#prune(entry, logIn, signal);
+    for (const other of elsewhere) await this.#o.inventories.remove(deploymentId, other, signal);
+    const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
+    if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
+
+    // 5. Status: the rollout, from the live objects and their pods.
+    const status = await this.#rollout(deploymentId, namespace, objects, live, signal);
+
+    // 6. Report it where it is read.
+    await this.#report.status(
+      {
+        deploymentId,
+        revisionId,
+        status,
+        main: [...live.values()].find(
+          (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
+        ),
+        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+      },
+      logIn,
+    );
+    this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true });
+    return status.revisionStatus === 'DEPLOYING'
+      ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
+      : { result: 'done', detail: 'ok' };
+  }
+
+  /** Every line about this deployment carries its id, and its revision and namespace once known. */
+  #logFor(deploymentId: string, entry: DesiredEntry | undefined): Logger {
+    const log = deploymentLogger(this.#log, { deploymentId });
+    if (entry?.kind === 'present') {
+      return withDeploymentFields(log, {
+        revisionId: revisionOf(entry),
+        namespace: entry.deployment.source_config.listener_config?.k8s_namespace ?? undefined,
+      });
+    }
+    const placed = this.#o.inventories.get(deploymentId);
+    return placed.length === 1 ? withDeploymentFields(log, { namespace: placed[0]?.namespace }) : log;
+  }
+
+  #render(entry: PresentEntry): { namespace: string; objects: readonly KubeObject[]; specHash: string } {
+    const rendered = renderDeployment(
+      {
+        deployment: entry.deployment,
+        revision: entry.target.revision,
+        listener: this.#o.listener(),
+        allowedNamespaces: this.#o.allowedNamespaces,
+      },
+      this.#o.renderConfig,
+    );
+    if (!rendered.ok) throw new TerminalError(Reason.RenderInvalid, rendered.error.message);
+    return rendered.value;
+  }
+
+  /** Records the union of the recorded and the new entries before any apply (a crash loses none). */
+  async #recordAhead(
+    namespace: string,
+    previous: readonly PlacedInventory[],
+    next: Inventory,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const union = unionEntries(
+      previous.flatMap((p) => p.inventory.entries),
+      next.entries,
+    );
+    const here = previous.find((p) => p.namespace === namespace);
+    if (here && sameEntries(here.inventory.entries, union)) return;
+    // A first inventory has nothing to prune: recorded whole now, it needs no second write (a
+    // third of a cold sync's writes otherwise). Else the old spec hash stays until the new
+    // inventory is recorded whole, after the prune.
+    const first = previous.length === 0;
+    await this.#o.inventories.write(
+      namespace,
+      first ? next : { ...next, entries: union, specHash: here?.inventory.specHash ?? '' },
+      signal,
+    );
+  }
+
+  /** The apply step: each object made as desired, in render order; the objects as live. */
+  async #apply(
+    objects: readonly KubeObject[],
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<Map<string, LiveKubeObject>> {
+    const live = new Map<string, LiveKubeObject>();
+    for (const object of objects) live.set(entryId(entryOf(object)), await this.#ensure(object, log, signal));
+    return live;
+  }
+
+  /**
+   * Turns a failure into its outcome: aborted (nothing said), terminal (reported, not retried
+   * until the input changes) or retry (transient: the next attempt does the work again).
+   */
+  async #failed(
+    deploymentId: string,
+    entry: DesiredEntry | undefined,
+    error: unknown,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileOutcome> {
+    // Leadership lost or shutting down: whatever failed, it is not this deployment's failure,
+    // and the next leader reconciles it again.
+    if (isAborted(error) || signal?.aborted) {
+      log.info('reconcile aborted');
+      return { result: 'aborted' };
+    }
+    const terminal = asTerminal(error);
+    if (!terminal) {
+      this.#attempted.delete(deploymentId);
+      return { result: 'retry', error };
+    }
+    log.warn({ reason: terminal.reason, err: error }, 'deployment failed');
+    const revisionId = entry?.kind === 'present' ? revisionOf(entry) : undefined;
+    await this.#report.failed(deploymentId, revisionId, terminal, log);
+    if (isNamespaceUnavailable(error)) {
+      // Reported, yet retried: the namespace may be created (or finish terminating) later.
+      this.#attempted.delete(deploymentId);
+      return { result: 'retry', error };
+    }
+    if (entry?.kind === 'present')
+      this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false });
+    return { result: 'terminal', error: terminal };
   }
 
   /** Makes one object as desired; returns it live. Writes only when missing or drifted. */
@@ -274,7 +291,7 @@ export class Reconciler {
     const live = await this.#read(ref, signal);
     if (live && live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID]) {
       // Never adopt: an object of the same name that another owner made stays theirs.
-      throw new TerminalFailure(
+      throw new TerminalError(
         Reason.ApplyRejected,
         `${object.kind}/${ref.namespace}/${ref.name} exists and is not managed by this listener`,
       );
@@ -335,7 +352,8 @@ export class Reconciler {
     this.#o.metrics.objectsPruned.inc();
   }
 
-  async #deleteDeployment(deploymentId: string, signal: AbortSignal | undefined, log: Logger): Promise<void> {
+  /** Deletes what the deployment's inventories record (and its claims, unless kept), then forgets it. */
+  async #deleteDeployment(deploymentId: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
     const placed = this.#o.inventories.get(deploymentId);
     for (const { namespace, inventory } of placed) {
       for (const entry of [...inventory.entries].reverse()) await this.#prune(entry, log, signal);
@@ -350,34 +368,10 @@ export class Reconciler {
       await this.#o.inventories.remove(deploymentId, namespace, signal);
     }
     log.info({ namespaces: placed.map((p) => p.namespace) }, 'deployment deleted');
-    this.#o.reporter.record({ deployment_id: deploymentId, deleted: true, message: 'resources removed' });
+    this.#report.deleted(deploymentId);
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
-    this.#statuses.delete(deploymentId);
     this.#podProblems.forget(deploymentId);
-    this.#trackDeploying(deploymentId, undefined, undefined);
-    for (const key of this.#deployed) if (key.startsWith(`${deploymentId}/`)) this.#deployed.delete(key);
-    this.#updateStatusGauge();
-  }
-
-  /** Keeps when the current revision started DEPLOYING, for the age of the oldest rollout. */
-  #trackDeploying(deploymentId: string, revisionId: string | undefined, status: string | undefined): void {
-    const since = this.#o.metrics.deployingSince;
-    if (status !== 'DEPLOYING') {
-      since.delete(deploymentId);
-      this.#deployingRevision.delete(deploymentId);
-      return;
-    }
-    if (since.has(deploymentId) && this.#deployingRevision.get(deploymentId) === (revisionId ?? '')) return;
-    this.#deployingRevision.set(deploymentId, revisionId ?? '');
-    since.set(deploymentId, Date.now());
-  }
-
-  #updateStatusGauge(): void {
-    const counts: Record<string, number> = { DEPLOYING: 0, DEPLOYED: 0, DEPLOY_FAILED: 0 };
-    for (const status of this.#statuses.values()) counts[status] = (counts[status] ?? 0) + 1;
-    for (const [status, count] of Object.entries(counts))
-      this.#o.metrics.deploymentsByStatus.set({ status }, count);
   }
 
   async #rollout(
@@ -430,73 +424,26 @@ export class Reconciler {
     return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
   }
 
-  async #report(
-    deploymentId: string,
-    revisionId: string | undefined,
-    status: RolloutStatus,
-    main: LiveKubeObject | undefined,
-    log: Logger,
-  ): Promise<void> {
-    // A revision once DEPLOYED stays so through scaling (an HPA adding replicas); only a
-    // failure or a new revision changes what is reported.
-    const deployedKey = `${deploymentId}/${revisionId ?? ''}`;
-    if (status.revisionStatus === 'DEPLOYED') this.#deployed.add(deployedKey);
-    else if (status.revisionStatus === 'DEPLOYING' && this.#deployed.has(deployedKey)) return;
-    const changed = this.#o.reporter.record({
-      deployment_id: deploymentId,
-      revision_id: revisionId ?? null,
-      revision_status: status.revisionStatus,
-      deployment_status: status.deploymentStatus ?? null,
-      message: status.message,
-    });
-    if (!changed) return;
-    this.#statuses.set(deploymentId, status.revisionStatus);
-    this.#updateStatusGauge();
-    this.#trackDeploying(deploymentId, revisionId, status.revisionStatus);
-    log.info(
-      {
-        status: status.revisionStatus,
-        reason: status.reason,
-        message: status.message,
-      },
-      'rollout status',
-    );
-    if (!main) return;
-    await this.#o.events.record(main, {
-      type: status.revisionStatus === 'DEPLOY_FAILED' ? 'Warning' : 'Normal',
-      reason:
-        status.revisionStatus === 'DEPLOY_FAILED'
-          ? 'RolloutFailed'
-          : status.revisionStatus === 'DEPLOYED'
-            ? 'RolloutComplete'
-            : 'RollingOut',
-      note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
-    });
-    // On the inventory ConfigMap, not the Deployment: the API server bumps a Deployment's
-    // generation on any annotation change, which would restart the very rollout we report on.
-    const inventory = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      namespace: main.metadata.namespace,
-      name: inventoryName(deploymentId),
-    };
-    // `since` (the last transition, for `k8s-listener status`) survives restarts: it is kept from
-    // the previous annotation unless the revision or its status changed.
-    const previous = await this.#read(inventory).catch(() => undefined);
-    const annotation = nextStatusAnnotation(
-      previous?.metadata.annotations[ANNOTATION_STATUS],
-      { revisionId, status: status.revisionStatus, reason: status.reason, message: status.message },
-      new Date(),
-    );
-    await this.#o.kube
-      .mergePatch(inventory, { metadata: { annotations: { [ANNOTATION_STATUS]: annotation } } })
-      .then((patched) => this.#written(patched))
-      .catch((error: unknown) => log.warn({ err: error }, 'could not write the status annotation'));
-  }
-
   #listenerId(): string {
     return this.#o.listener().id;
   }
+}
+
+type PresentEntry = Extract<DesiredEntry, { kind: 'present' }>;
+
+function revisionOf(entry: PresentEntry): string | undefined {
+  return entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined;
+}
+
+/**
+ * The failures no retry fixes: ours (render, ownership) and the API server's refusals of what we
+ * sent (4xx other than conflicts and throttling), as their Status classifies them.
+ */
+function asTerminal(error: unknown): TerminalError | undefined {
+  if (error instanceof TerminalError) return error;
+  if (error instanceof KubeApiError && !isTransient(error))
+    return new TerminalError(Reason.ApplyRejected, error.message, { cause: error });
+  return undefined;
 }
 
 function entryOf(object: KubeObject): InventoryEntry {

@@ -9,8 +9,9 @@ import { EventRecorder, KubeApiError, KubeClient } from '../../src/kube/index.ts
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { DesiredState } from '../../src/reconcile/desiredState.ts';
 import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
+import type { ReconcileOutcome } from '../../src/reconcile/outcome.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
-import { type ReconcileOutcome, Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
+import { Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
 import { chooseTarget, type Target } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
@@ -201,9 +202,13 @@ describe('the reconciler at the edges', () => {
     });
     expect(made.length).toBeGreaterThan(0);
 
-    // Once an attempt settled, the same input is not tried again.
+    // Once an attempt settled, the same input is not tried again: nothing is written (its applied
+    // objects are only read, for drift to repair).
     const settled = calls.length;
-    expect(await reconciler.reconcile(deployment.id)).toEqual({ result: 'done' });
-    expect(calls.length).toBe(settled);
+    expect(await reconciler.reconcile(deployment.id)).toEqual({
+      result: 'done',
+      detail: 'settled',
+    } satisfies ReconcileOutcome);
+    expect(calls.slice(settled).filter((verb) => verb !== 'get')).toEqual([]);
   });
 });

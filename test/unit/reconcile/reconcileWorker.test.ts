@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { ReconcileOutcome } from '../../../src/reconcile/reconciler.ts';
+import { type ReconcileOutcome, TerminalError } from '../../../src/reconcile/outcome.ts';
 import { reconcileWorker } from '../../../src/reconcile/reconcileWorker.ts';
 import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
@@ -30,7 +30,7 @@ async function settle(outcome: ReconcileOutcome | Error) {
           calls.push(id);
           if (outcome instanceof Error) throw outcome;
           // Only the first run has the outcome under test; a requeued or retried run is done.
-          return calls.length === 1 ? outcome : { result: 'done' };
+          return calls.length === 1 ? outcome : { result: 'done', detail: 'ok' };
         },
       },
       queue,
@@ -52,6 +52,8 @@ async function settle(outcome: ReconcileOutcome | Error) {
     await metrics.registry.getSingleMetricAsString('controller_runtime_reconcile_time_seconds'),
     await metrics.registry.getSingleMetricAsString('controller_runtime_max_concurrent_reconciles'),
     await metrics.registry.getSingleMetricAsString('controller_runtime_active_workers'),
+    await metrics.registry.getSingleMetricAsString('k8s_listener_reconcile_duration_seconds'),
+    await metrics.registry.getSingleMetricAsString('k8s_listener_reconcile_errors_total'),
   ].join('\n');
   const count = (series: string) => {
     const line = text.split('\n').find((l) => l.startsWith(series));
@@ -66,10 +68,18 @@ const total = (result: string) =>
 describe('reconcile worker: one outcome → one queue action and one controller-runtime result', () => {
   it.each([
     // outcome, result label, runs in all (a requeue or retry runs again), backoff failures, error counted, terminal counted
-    ['done', { result: 'done' }, 'success', 1, 0, 0, 0],
+    ['done', { result: 'done', detail: 'ok' }, 'success', 1, 0, 0, 0],
     ['requeue after', { result: 'requeue', afterMs: 30 }, 'requeue_after', 2, 0, 0, 0],
     ['retry (transient)', { result: 'retry', error: new Error('503') }, 'error', 2, 1, 1, 0],
-    ['terminal', { result: 'terminal', error: new Error('invalid spec') }, 'error', 1, 0, 1, 1],
+    [
+      'terminal',
+      { result: 'terminal', error: new TerminalError('RenderInvalid', 'invalid spec') },
+      'error',
+      1,
+      0,
+      1,
+      1,
+    ],
     // A lost lease or a shutdown: no result counted at all, no error, no retry.
     ['aborted', { result: 'aborted' }, undefined, 1, 0, 0, 0],
   ] as const)('%s', async (_name, outcome, label, runs, failures, errors, terminal) => {
@@ -88,6 +98,33 @@ describe('reconcile worker: one outcome → one queue action and one controller-
     expect(seen.count('controller_runtime_reconcile_time_seconds_count{controller="deployment"}')).toBe(runs);
     expect(seen.count('controller_runtime_max_concurrent_reconciles{controller="deployment"}')).toBe(3);
     expect(seen.count('controller_runtime_active_workers{controller="deployment"}')).toBe(0);
+  });
+
+  it.each([
+    // outcome, the agent's own duration label, its error reason (none: not counted)
+    ['done', { result: 'done', detail: 'settled' }, 'settled', undefined],
+    ['requeue after', { result: 'requeue', afterMs: 30 }, 'requeue', undefined],
+    ['retry (transient)', { result: 'retry', error: new Error('503') }, 'error', 'transient'],
+    [
+      'terminal',
+      { result: 'terminal', error: new TerminalError('ApplyRejected', 'refused') },
+      'failed',
+      'ApplyRejected',
+    ],
+  ] as const)(
+    '%s counts in the agent’s own metrics from the same place',
+    async (_name, outcome, result, reason) => {
+      const seen = await settle(outcome as ReconcileOutcome);
+      expect(seen.count(`k8s_listener_reconcile_duration_seconds_count{result="${result}"}`)).toBe(1);
+      if (reason) expect(seen.count(`k8s_listener_reconcile_errors_total{reason="${reason}"}`)).toBe(1);
+      else expect(seen.count('k8s_listener_reconcile_errors_total')).toBeUndefined();
+    },
+  );
+
+  it('an aborted reconcile counts nowhere in the agent’s own metrics', async () => {
+    const seen = await settle({ result: 'aborted' });
+    expect(seen.count('k8s_listener_reconcile_duration_seconds_count')).toBeUndefined();
+    expect(seen.count('k8s_listener_reconcile_errors_total')).toBeUndefined();
   });
 
   it('logs a retried failure with the deployment_id field', async () => {

@@ -1,0 +1,31 @@
+// What one reconcile came to, as controller-runtime has it: done, requeue after a delay, retry
+// with backoff (transient), terminal (failed for good until the input changes) or aborted (cut
+// off by its signal). reconcileWorker is the one place that turns an outcome into queue actions
+// and metric labels.
+import type { Reason } from '../report/rolloutStatus.ts';
+
+/** Why a reconcile that needs nothing more was done (the `result` label of its duration). */
+export type DoneDetail = 'ok' | 'deleted' | 'settled';
+
+export type ReconcileOutcome =
+  | { readonly result: 'done'; readonly detail: DoneDetail }
+  /** Converging (a rollout in progress): look again after `afterMs`, no backoff. */
+  | { readonly result: 'requeue'; readonly afterMs: number }
+  /** Worth another try after a backoff (network, API server 5xx, conflicts, a namespace not yet there). */
+  | { readonly result: 'retry'; readonly error: unknown }
+  /** Failed and reported; not retried until the deployment changes (controller-runtime's TerminalError). */
+  | { readonly result: 'terminal'; readonly error: TerminalError }
+  /** Cut off by its signal (a lost lease, a shutdown): nothing reported, nothing recorded. */
+  | { readonly result: 'aborted' };
+
+/** A failure that another attempt would not fix: reported, not retried until the input changes. */
+export class TerminalError extends Error {
+  override readonly name = 'TerminalError';
+  readonly code = 'TERMINAL';
+  readonly reason: Reason;
+
+  constructor(reason: Reason, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+  }
+}

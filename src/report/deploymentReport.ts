@@ -1,0 +1,157 @@
+// The last step of a reconcile: tells everyone where a deployment stands — the control plane (a
+// status report), the cluster (an Event on the main workload, the status annotation that
+// `k8s-listener status` reads) and the metrics (deployments by status, the oldest rollout).
+import type { Logger } from 'pino';
+import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
+import { ANNOTATION_STATUS } from '../objects/ownership.ts';
+import type { AgentMetrics } from './metrics.ts';
+import type { Reason, RolloutStatus } from './rolloutStatus.ts';
+import { nextStatusAnnotation } from './statusAnnotation.ts';
+import type { StatusReporter } from './statusReporter.ts';
+
+/** Where the status annotation lives, read and written through the reconciler's own client. */
+export interface AnnotatedObjects {
+  read(ref: ObjectRef): Promise<LiveKubeObject | undefined>;
+  mergePatch(ref: ObjectRef, patch: unknown): Promise<LiveKubeObject>;
+}
+
+export interface DeploymentReportOptions {
+  readonly reporter: Pick<StatusReporter, 'record'>;
+  readonly events: Pick<EventRecorder, 'record'>;
+  readonly objects: AnnotatedObjects;
+  readonly metrics: AgentMetrics;
+}
+
+/** One status of a deployment's target revision, and what it is said about. */
+export interface DeploymentStatus {
+  readonly deploymentId: string;
+  readonly revisionId: string | undefined;
+  readonly status: RolloutStatus;
+  /** The main workload as live, for the Event; absent when nothing was applied. */
+  readonly main?: LiveKubeObject | undefined;
+  /** The object that carries the status annotation (the deployment's inventory ConfigMap). */
+  readonly annotated?: ObjectRef | undefined;
+}
+
+export class DeploymentReport {
+  readonly #o: DeploymentReportOptions;
+  /** Last rollout status per deployment, for the by-status gauge. */
+  readonly #statuses = new Map<string, string>();
+  /** deploymentId/revisionId pairs that reached DEPLOYED. */
+  readonly #deployed = new Set<string>();
+  /** The revision each DEPLOYING deployment is rolling out, to keep its start across messages. */
+  readonly #deployingRevision = new Map<string, string>();
+
+  constructor(options: DeploymentReportOptions) {
+    this.#o = options;
+    // A new leader session starts from what it observes itself.
+    options.metrics.deployingSince.clear();
+  }
+
+  /** A failure of the deployment itself (its render, its apply): nothing rolls out. */
+  async failed(
+    deploymentId: string,
+    revisionId: string | undefined,
+    failure: { readonly reason: Reason; readonly message: string },
+    log: Logger,
+  ): Promise<void> {
+    await this.status(
+      {
+        deploymentId,
+        revisionId,
+        status: { revisionStatus: 'DEPLOY_FAILED', deploymentStatus: undefined, ...failure },
+      },
+      log,
+    );
+  }
+
+  /** Reports a status; only a change is reported, and a revision once DEPLOYED stays so. */
+  async status(report: DeploymentStatus, log: Logger): Promise<void> {
+    const { deploymentId, revisionId, status, main } = report;
+    // Through scaling (an HPA adding replicas) a deployed revision looks as if rolling out again;
+    // only a failure or a new revision changes what is reported.
+    const deployedKey = `${deploymentId}/${revisionId ?? ''}`;
+    if (status.revisionStatus === 'DEPLOYED') this.#deployed.add(deployedKey);
+    else if (status.revisionStatus === 'DEPLOYING' && this.#deployed.has(deployedKey)) return;
+    const changed = this.#o.reporter.record({
+      deployment_id: deploymentId,
+      revision_id: revisionId ?? null,
+      revision_status: status.revisionStatus,
+      deployment_status: status.deploymentStatus ?? null,
+      message: status.message,
+    });
+    if (!changed) return;
+    this.#statuses.set(deploymentId, status.revisionStatus);
+    this.#updateStatusGauge();
+    this.#trackDeploying(deploymentId, revisionId, status.revisionStatus);
+    log.info(
+      { status: status.revisionStatus, reason: status.reason, message: status.message },
+      'rollout status',
+    );
+    if (!main) return;
+    await this.#o.events.record(main, {
+      type: status.revisionStatus === 'DEPLOY_FAILED' ? 'Warning' : 'Normal',
+      reason:
+        status.revisionStatus === 'DEPLOY_FAILED'
+          ? 'RolloutFailed'
+          : status.revisionStatus === 'DEPLOYED'
+            ? 'RolloutComplete'
+            : 'RollingOut',
+      note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
+    });
+    if (report.annotated) await this.#annotate(report.annotated, report, log);
+  }
+
+  /** The deployment and its objects are gone: say so, and forget it. */
+  deleted(deploymentId: string): void {
+    this.#o.reporter.record({ deployment_id: deploymentId, deleted: true, message: 'resources removed' });
+    this.#statuses.delete(deploymentId);
+    this.#trackDeploying(deploymentId, undefined, undefined);
+    for (const key of this.#deployed) if (key.startsWith(`${deploymentId}/`)) this.#deployed.delete(key);
+    this.#updateStatusGauge();
+  }
+
+  /**
+   * On the inventory ConfigMap, not the Deployment: the API server bumps a Deployment's generation
+   * on any annotation change, which would restart the very rollout reported on. A failure to
+   * write it is logged, not fatal: the control plane has the status already.
+   */
+  async #annotate(ref: ObjectRef, report: DeploymentStatus, log: Logger): Promise<void> {
+    const { status, revisionId } = report;
+    try {
+      // `since` (the last transition, for `k8s-listener status`) survives restarts: it is kept
+      // from the previous annotation unless the revision or its status changed.
+      const previous = await this.#o.objects.read(ref).catch(() => undefined);
+      const annotation = nextStatusAnnotation(
+        previous?.metadata.annotations[ANNOTATION_STATUS],
+        { revisionId, status: status.revisionStatus, reason: status.reason, message: status.message },
+        new Date(),
+      );
+      await this.#o.objects.mergePatch(ref, {
+        metadata: { annotations: { [ANNOTATION_STATUS]: annotation } },
+      });
+    } catch (error) {
+      log.warn({ err: error }, 'could not write the status annotation');
+    }
+  }
+
+  /** Keeps when the current revision started DEPLOYING, for the age of the oldest rollout. */
+  #trackDeploying(deploymentId: string, revisionId: string | undefined, status: string | undefined): void {
+    const since = this.#o.metrics.deployingSince;
+    if (status !== 'DEPLOYING') {
+      since.delete(deploymentId);
+      this.#deployingRevision.delete(deploymentId);
+      return;
+    }
+    if (since.has(deploymentId) && this.#deployingRevision.get(deploymentId) === (revisionId ?? '')) return;
+    this.#deployingRevision.set(deploymentId, revisionId ?? '');
+    since.set(deploymentId, Date.now());
+  }
+
+  #updateStatusGauge(): void {
+    const counts: Record<string, number> = { DEPLOYING: 0, DEPLOYED: 0, DEPLOY_FAILED: 0 };
+    for (const status of this.#statuses.values()) counts[status] = (counts[status] ?? 0) + 1;
+    for (const [status, count] of Object.entries(counts))
+      this.#o.metrics.deploymentsByStatus.set({ status }, count);
+  }
+}
