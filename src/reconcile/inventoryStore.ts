@@ -2,7 +2,6 @@
 // so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
-import type { KubeClient } from '../kube/index.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
   AGENT_NAME,
@@ -12,6 +11,7 @@ import {
   LABEL_MANAGED_BY,
 } from '../objects/ownership.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
+import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 
 const COMPONENT = 'inventory';
 const StoredInventory = z.object({
@@ -32,8 +32,8 @@ export function inventoryName(deploymentId: string): string {
   return `k8s-listener-inv-${deploymentId}`;
 }
 
-/** What the store asks of the Kubernetes client. */
-export type InventoryKube = Pick<KubeClient, 'list' | 'apply' | 'delete'>;
+/** What the store asks of the Kubernetes client: listings to load, an apply and a delete to keep. */
+export type InventoryKube = Pick<KubeReader, 'list'> & Pick<KubeWriter, 'apply' | 'delete'>;
 
 export class InventoryStore {
   readonly #kube: InventoryKube;

@@ -1,0 +1,55 @@
+// The inventory store over an in-memory cluster behind its narrow reader/writer: what one leader
+// writes, the next loads; a namespace added later is read without forgetting the others.
+import { describe, expect, it } from 'vitest';
+import type { Inventory } from '../../../src/reconcile/inventory.ts';
+import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
+import { MemoryCluster } from '../../support/memoryCluster.ts';
+
+const inventory = (deploymentId: string): Inventory => ({
+  deploymentId,
+  specHash: 'h1',
+  revisionId: 'r1',
+  entries: [{ apiVersion: 'v1', kind: 'Service', namespace: 'a', name: deploymentId }],
+});
+
+describe('InventoryStore', () => {
+  it('loads what another store wrote, only for its own listener', async () => {
+    const cluster = new MemoryCluster(['a', 'b']);
+    const writer = new InventoryStore(cluster, 'listener-1');
+    await writer.write('a', inventory('d1'));
+    await writer.write('b', inventory('d2'));
+    await new InventoryStore(cluster, 'listener-2').write('a', inventory('foreign'));
+
+    const reader = new InventoryStore(cluster, 'listener-1');
+    await reader.load(['a', 'b']);
+    expect(reader.deploymentIds().sort()).toEqual(['d1', 'd2']);
+    expect(reader.get('d1')).toEqual([{ namespace: 'a', inventory: inventory('d1') }]);
+  });
+
+  it('adds a namespace without forgetting the ones loaded, and reads it once only', async () => {
+    const cluster = new MemoryCluster(['a', 'b']);
+    const writer = new InventoryStore(cluster, 'listener-1');
+    await writer.write('a', inventory('d1'));
+    await writer.write('b', inventory('d1'));
+
+    const reader = new InventoryStore(cluster, 'listener-1');
+    await reader.load(['a']);
+    expect(reader.get('d1').map((p) => p.namespace)).toEqual(['a']);
+    await reader.add('b');
+    await reader.add('b');
+    expect(reader.get('d1').map((p) => p.namespace)).toEqual(['a', 'b']);
+  });
+
+  it('writes nothing for an unchanged inventory, and removes one', async () => {
+    const cluster = new MemoryCluster(['a']);
+    const store = new InventoryStore(cluster, 'listener-1');
+    await store.write('a', inventory('d1'));
+    const after = cluster.calls.length;
+    await store.write('a', inventory('d1'));
+    expect(cluster.calls.length).toBe(after);
+
+    await store.remove('d1', 'a');
+    expect(store.get('d1')).toEqual([]);
+    expect(cluster.names('ConfigMap')).toEqual([]);
+  });
+});

@@ -1,0 +1,179 @@
+// The reconciler's edge cases of issue 11 (1–3) as fast unit tests, over an in-memory cluster
+// behind its narrow reader/writer: an abort is its own outcome, a namespace missing or terminating
+// is retried whatever kind meets it first, and a failed revision gets a real retry after a
+// transient error. The same cases run against the real API server in
+// test/integration/reconcile-edges.test.ts.
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { Deployment, StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
+import { KubeApiError } from '../../../src/kube/index.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
+import { DesiredState } from '../../../src/reconcile/desiredState.ts';
+import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
+import type { ReconcileOutcome } from '../../../src/reconcile/outcome.ts';
+import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import { Reconciler } from '../../../src/reconcile/reconciler.ts';
+import type { Target } from '../../../src/reconcile/target.ts';
+import { RenderConfig } from '../../../src/render/index.ts';
+import { createMetrics } from '../../../src/report/metrics.ts';
+import { StatusReporter } from '../../../src/report/statusReporter.ts';
+import { MemoryCluster } from '../../support/memoryCluster.ts';
+import { listener, minimalDeployment } from '../../support/renderFixtures.ts';
+
+const logger = pino({ level: 'silent' });
+const NAMESPACE = 'apps';
+
+/** The minimal deployment with a Secret, so that a Secret is among the objects written. */
+const deployment: Deployment = {
+  ...minimalDeployment,
+  secrets: [{ name: 'API_TOKEN', value: 'unit-secret-value' }],
+};
+const fresh: Target = { revision: undefined, settled: undefined };
+const failed: Target = { revision: undefined, settled: 'DEPLOY_FAILED' };
+
+function world(target: Target = fresh) {
+  const cluster = new MemoryCluster([NAMESPACE]);
+  const sent: StatusReportBatch[] = [];
+  const events: string[] = [];
+  const metrics = createMetrics({ defaultMetrics: false });
+  const reporter = new StatusReporter({
+    sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
+    listenerId: listener.id,
+    logger,
+    metrics,
+  });
+  const desired = new DesiredState();
+  desired.set(deployment.id, { kind: 'present', deployment, target, fingerprint: 'f1' });
+  const reconciler = new Reconciler({
+    kube: cluster,
+    desired,
+    inventories: new InventoryStore(cluster, listener.id),
+    reporter,
+    events: { record: async (_subject, details) => void events.push(details.reason) },
+    metrics,
+    logger,
+    renderConfig: RenderConfig.parse({}),
+    config: ReconcileConfig.parse({}),
+    listener: () => listener,
+    allowedNamespaces: undefined,
+  });
+  const reported = async () => {
+    await reporter.flush();
+    return sent.flatMap((batch) => batch.reports);
+  };
+  const reconcile = (signal?: AbortSignal) => reconciler.reconcile(deployment.id, signal);
+  return { cluster, reconcile, reported, events };
+}
+
+const writes = (calls: readonly { verb: string }[]) =>
+  calls.filter((call) => call.verb !== 'get' && call.verb !== 'list');
+
+describe('the reconciler at the edges (in memory)', () => {
+  it('converges: every object written, the inventory recorded, the status reported', async () => {
+    const { cluster, reconcile, reported, events } = world();
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Secret')).toEqual([`Secret/${NAMESPACE}/hello-secrets`]);
+    expect(cluster.names('ConfigMap')).toEqual([`ConfigMap/${NAMESPACE}/k8s-listener-inv-${deployment.id}`]);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+    expect((await reported()).map((r) => r.revision_status)).toEqual(['DEPLOYING']);
+    expect(events).toEqual(['RollingOut']);
+  });
+
+  it('1. an abort (a lost lease) mid-reconcile is its own outcome: nothing reported, nothing recorded', async () => {
+    const { cluster, reconcile, reported, events } = world();
+    const lease = new AbortController();
+    // The lease is lost as the first object is written.
+    cluster.before = ({ verb }) => {
+      if (verb === 'apply') lease.abort(new Error('leadership lost'));
+    };
+
+    expect(await reconcile(lease.signal)).toEqual({ result: 'aborted' } satisfies ReconcileOutcome);
+    expect(await reported()).toEqual([]);
+    expect(events).toEqual([]);
+
+    // Nothing recorded as attempted: the next leader's reconcile does the whole work.
+    cluster.before = () => undefined;
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+  });
+
+  it.each([
+    ['terminating', 403],
+    ['missing', 404],
+  ] as const)(
+    '2. retries a Secret that meets a %s namespace first (by the Status, not its text)',
+    async (state, status) => {
+      const { cluster, reconcile, reported } = world();
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      // The Secret removed by hand, then the namespace gone or going: the Secret is the only
+      // object to write, and a Secret's error message is the client's shortened one.
+      cluster.remove({ apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'hello-secrets' });
+      cluster.setNamespace(NAMESPACE, state);
+
+      const outcome = await reconcile();
+
+      expect(outcome.result).toBe('retry');
+      const error = outcome.result === 'retry' ? outcome.error : undefined;
+      expect(error).toBeInstanceOf(KubeApiError);
+      expect((error as KubeApiError).kind).toBe('Secret');
+      expect((error as KubeApiError).status).toBe(status);
+      expect((error as KubeApiError).message).not.toContain('terminat');
+      // Reported failed meanwhile, with the reason; retried all the same.
+      expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+
+      // The namespace back: the retry converges.
+      cluster.setNamespace(NAMESPACE, 'active');
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('Secret')).toEqual([`Secret/${NAMESPACE}/hello-secrets`]);
+    },
+  );
+
+  it('2. a Secret refused for its content is terminal, not retried', async () => {
+    const { cluster, reconcile } = world();
+    cluster.before = ({ verb, kind }) => {
+      if (verb === 'apply' && kind === 'Secret')
+        throw new KubeApiError({ verb: 'apply', kind: 'Secret', status: 422, reason: 'Invalid' });
+    };
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ApplyRejected');
+  });
+
+  it('3. gives a revision that already failed a real retry after a transient error', async () => {
+    const { cluster, reconcile } = world(failed);
+    let faults = 1;
+    cluster.before = ({ verb, kind }) => {
+      if (verb === 'apply' && kind !== 'ConfigMap' && faults-- > 0)
+        throw new KubeApiError({ verb: 'apply', kind, status: 503, reason: 'ServiceUnavailable' });
+    };
+
+    expect((await reconcile()).result).toBe('retry');
+    const before = cluster.calls.length;
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    // The retry did the work: the objects are there.
+    expect(writes(cluster.calls.slice(before)).map((c) => c.verb)).toContain('apply');
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+
+    // Once an attempt settled, the same input is not tried again: nothing written.
+    const settled = cluster.calls.length;
+    expect(await reconcile()).toEqual({ result: 'done', detail: 'settled' } satisfies ReconcileOutcome);
+    expect(writes(cluster.calls.slice(settled))).toEqual([]);
+  });
+
+  it('3. a failed revision whose first attempt failed for good is not tried again', async () => {
+    const { cluster, reconcile } = world(failed);
+    cluster.before = ({ verb, kind }) => {
+      if (verb === 'apply' && kind === 'Deployment')
+        throw new KubeApiError({ verb: 'apply', kind, status: 422, reason: 'Invalid' });
+    };
+    expect((await reconcile()).result).toBe('terminal');
+    const settled = cluster.calls.length;
+    expect(await reconcile()).toEqual({ result: 'done', detail: 'settled' } satisfies ReconcileOutcome);
+    expect(cluster.calls.length).toBe(settled);
+    expect(cluster.names('Deployment')).toEqual([]);
+    // Its objects carry its id: the listing by label is what prune and status rely on.
+    expect(
+      (await cluster.list('Secret', { labelSelector: `${LABEL_DEPLOYMENT_ID}=${deployment.id}` })).length,
+    ).toBe(1);
+  });
+});
