@@ -188,7 +188,10 @@ export class Agent {
     this.#session = session;
     this.#sessionDone = session
       .run(lease, this.#shutdown.signal)
-      .catch((error: unknown) => this.#log.error({ err: error }, 'leader session failed'));
+      .catch((error: unknown) => this.#log.error({ err: error }, 'leader session failed'))
+      .finally(() => {
+        if (this.#session === session) this.#session = undefined;
+      });
   }
 
   /** Lost, not given up: stop at once (no drain, no report, no release) and fail the agent. */
