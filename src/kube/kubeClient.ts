@@ -1,13 +1,11 @@
 // The agent's Kubernetes client: the verbs (apply, create, update, merge patch, delete, get, list,
 // watch) on the kinds of the resource table. Transport and credentials (transport.ts,
-// credentials.ts), decoding (decode.ts) and the watch stream (watchStream.ts) are their own modules.
-import type { KubeConfig } from '@kubernetes/client-node';
+// kubeconfig.ts), decoding (decode.ts) and the watch stream (watchStream.ts) are their own modules.
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { parseJsonOrUndefined } from '../jsonText.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import { FIELD_MANAGER } from '../objects/ownership.ts';
-import { type ClusterConnection, kubeConfigConnection, loadKubeconfigConnection } from './credentials.ts';
 import {
   decodeListPage,
   decodeObject,
@@ -16,6 +14,7 @@ import {
   type RequestTarget,
 } from './decode.ts';
 import { KubeApiError, KubeResponseError, KubeUnsupportedKindError, type KubeVerb } from './errors.ts';
+import { type ClusterConnection, loadKubeconfig } from './kubeconfig.ts';
 import {
   findResourceType,
   formatRef,
@@ -29,8 +28,8 @@ import {
 import { type CallOptions, KubeTransport, type RequestVerb, type TransportRequest } from './transport.ts';
 import { readWatchStream } from './watchStream.ts';
 
-export type { ClusterConnection } from './credentials.ts';
 export type { LiveKubeObject, LiveObjectMeta, RawWatchEvent, WatchEventType } from './decode.ts';
+export type { ClusterConnection } from './kubeconfig.ts';
 export type { KindRef, ManagedKind, ObjectRef } from './resources.ts';
 export type { CallOptions, RequestVerb } from './transport.ts';
 
@@ -177,12 +176,7 @@ export class KubeClient {
    * when running in a Pod, else the default kubeconfig ($KUBECONFIG, ~/.kube/config).
    */
   static async fromKubeconfig(path: string | undefined, options: KubeClientOptions): Promise<KubeClient> {
-    return KubeClient.fromConnection(await loadKubeconfigConnection(path), options);
-  }
-
-  /** A client for the current context of an already loaded KubeConfig. */
-  static async fromKubeConfig(config: KubeConfig, options: KubeClientOptions): Promise<KubeClient> {
-    return KubeClient.fromConnection(await kubeConfigConnection(config), options);
+    return KubeClient.fromConnection(await loadKubeconfig({ path }), options);
   }
 
   /** A client for a cluster connection (server, TLS trust and rotating credentials). */

@@ -4,9 +4,9 @@
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
-import type { ClientCertificate, ClusterConnection, Credentials } from './credentials.ts';
 import { errorCode, isTimeout, type RequestTarget, statusError } from './decode.ts';
 import { KubeApiError, type KubeVerb } from './errors.ts';
+import type { ClientCertificate, ClusterConnection, Credentials } from './kubeconfig.ts';
 import { formatRef } from './resources.ts';
 
 /** Per-call options: an abort signal (e.g. leadership lost) and a tighter timeout. */

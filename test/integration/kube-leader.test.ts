@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KubeClient, LeaderElector } from '../../src/kube/index.ts';
 import { adminKube, createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
+import { kubeConfigConnection } from '../support/kubeConfigConnection.ts';
 import { proxiedKubeConfig, type TcpProxy } from '../unit/kube/tcpProxy.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
@@ -54,7 +55,10 @@ beforeAll(async () => {
   direct = await KubeClient.fromKubeconfig(kubeconfigPath, { logger, requestTimeoutMs: 5_000 });
   const through = await proxiedKubeConfig(kubeconfigPath);
   proxy = through.proxy;
-  proxied = await KubeClient.fromKubeConfig(through.config, { logger, requestTimeoutMs: 1_000 });
+  proxied = await KubeClient.fromConnection(await kubeConfigConnection(through.config), {
+    logger,
+    requestTimeoutMs: 1_000,
+  });
 });
 
 afterEach(async () => {

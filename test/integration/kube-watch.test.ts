@@ -11,6 +11,7 @@ import {
 } from '../../src/kube/index.ts';
 import { LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { adminKube, createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
+import { kubeConfigConnection } from '../support/kubeConfigConnection.ts';
 import { proxiedKubeConfig, type TcpProxy } from '../unit/kube/tcpProxy.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
@@ -77,7 +78,10 @@ beforeAll(async () => {
   writer = await KubeClient.fromKubeconfig(kubeconfigPath, { logger });
   const proxied = await proxiedKubeConfig(kubeconfigPath);
   proxy = proxied.proxy;
-  watchClient = await KubeClient.fromKubeConfig(proxied.config, { logger, requestTimeoutMs: 5_000 });
+  watchClient = await KubeClient.fromConnection(await kubeConfigConnection(proxied.config), {
+    logger,
+    requestTimeoutMs: 5_000,
+  });
 });
 
 afterEach(async () => {

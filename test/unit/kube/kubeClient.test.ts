@@ -3,6 +3,7 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isGone, isInvalid, isTransient, KubeApiError, KubeClient } from '../../../src/kube/index.ts';
+import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
 import { FakeApiServer } from './fakeApiServer.ts';
 
 const logger = pino({ level: 'silent' });
@@ -11,7 +12,10 @@ let client: KubeClient;
 
 beforeEach(async () => {
   fake = await FakeApiServer.start();
-  client = await KubeClient.fromKubeConfig(fake.kubeConfig(), { logger, requestTimeoutMs: 1_000 });
+  client = await KubeClient.fromConnection(await kubeConfigConnection(fake.kubeConfig()), {
+    logger,
+    requestTimeoutMs: 1_000,
+  });
 });
 
 afterEach(async () => {

@@ -3,6 +3,7 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { KubeClient, type OwnedObjectEvent, OwnedObjectWatcher } from '../../../src/kube/index.ts';
+import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
 import { FakeApiServer } from './fakeApiServer.ts';
 
 const logger = pino({ level: 'silent' });
@@ -13,7 +14,10 @@ let events: string[];
 
 beforeEach(async () => {
   fake = await FakeApiServer.start();
-  client = await KubeClient.fromKubeConfig(fake.kubeConfig(), { logger, requestTimeoutMs: 2_000 });
+  client = await KubeClient.fromConnection(await kubeConfigConnection(fake.kubeConfig()), {
+    logger,
+    requestTimeoutMs: 2_000,
+  });
   events = [];
 });
 

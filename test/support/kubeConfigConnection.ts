@@ -1,71 +1,19 @@
-// Where the API server is and how to prove who we are: the server address and TLS trust, and
-// per-request credentials (headers, a client certificate) that may rotate. The transport asks for
-// them on every request; a source caches them. This one adapts the KubeConfig of
-// @kubernetes/client-node (kubeconfig files, in-cluster, exec plugins).
-import { existsSync } from 'node:fs';
+// Tests build KubeConfigs in memory (a scripted loopback server, a proxy in front of the API
+// server); this adapts one to the agent's ClusterConnection. The agent itself loads kubeconfigs
+// with src/kube/kubeconfig.ts and never imports @kubernetes/client-node.
 import type { RequestOptions as HttpsRequestOptions } from 'node:https';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
+import type {
+  ClientCertificate,
+  ClusterConnection,
+  Credentials,
+  ServerTls,
+} from '../../src/kube/kubeconfig.ts';
 
-/** PEM text or bytes. */
-export type Pem = string | Buffer;
-
-/** How to verify the API server; the client certificate, which may rotate, is in `Credentials`. */
-export interface ServerTls {
-  /** Undefined means the system's roots. */
-  readonly ca?: Pem | undefined;
-  readonly rejectUnauthorized: boolean;
-  readonly servername?: string | undefined;
-}
-
-export interface ClientCertificate {
-  readonly cert: Pem;
-  readonly key: Pem;
-}
-
-export interface Credentials {
-  /** `authorization` when the user has a token or basic auth; empty otherwise. */
-  readonly headers: Readonly<Record<string, string>>;
-  readonly clientCertificate?: ClientCertificate | undefined;
-  /** Changes whenever credentials are obtained anew: passed to `invalidate()` after a 401. */
-  readonly generation: number;
-  /** Changes only when the client certificate changes: the transport then opens a new pool. */
-  readonly certificateGeneration: number;
-}
-
-/** The cluster to talk to and how. */
-export interface ClusterConnection {
-  /** Base URL without a trailing slash. */
-  readonly server: string;
-  readonly tls: ServerTls;
-  /** Cheap when cached. */
-  credentials(): Promise<Credentials>;
-  /**
-   * The API server refused the credentials (401): the next call obtains them anew. With the
-   * generation the refused request used, a refusal of already replaced credentials is ignored.
-   */
-  invalidate(generation?: number): void;
-}
-
-const IN_CLUSTER_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-// Re-read now and then: in-cluster tokens rotate, and the KubeConfig re-runs an exec plugin
-// whose credential expired (status.expirationTimestamp) only when asked.
 const CREDENTIALS_CACHE_MS = 10_000;
-
 const PemSchema = z.union([z.string(), z.instanceof(Buffer)]);
 const HeaderValueSchema = z.string();
-
-/**
- * A kubeconfig file; without a path, the in-cluster service account when running in a Pod, else
- * the default kubeconfig ($KUBECONFIG, ~/.kube/config).
- */
-export async function loadKubeconfigConnection(path: string | undefined): Promise<ClusterConnection> {
-  const config = new KubeConfig();
-  if (path !== undefined) config.loadFromFile(path);
-  else if (process.env.KUBERNETES_SERVICE_HOST && existsSync(IN_CLUSTER_TOKEN)) config.loadFromCluster();
-  else config.loadFromDefault();
-  return kubeConfigConnection(config);
-}
 
 /** The current context of an already loaded KubeConfig. */
 export async function kubeConfigConnection(
@@ -77,10 +25,11 @@ export async function kubeConfigConnection(
   const cacheMs = options.cacheMs ?? CREDENTIALS_CACHE_MS;
   const now = options.now ?? Date.now;
   const first = await httpsOptions(config);
+  const ca = pem(first.ca);
   const tls: ServerTls = {
-    ca: pem(first.ca),
+    ...(ca === undefined ? {} : { ca }),
     rejectUnauthorized: first.rejectUnauthorized ?? true,
-    servername: first.servername ?? undefined,
+    ...(first.servername ? { servername: first.servername } : {}),
   };
   let cached: { credentials: Credentials; at: number } | undefined;
   let generation = 0;
@@ -91,10 +40,16 @@ export async function kubeConfigConnection(
     if (!sameCertificate(certificate, lastCertificate)) certificateGeneration++;
     lastCertificate = certificate;
     generation++;
-    return { headers: headersOf(options), clientCertificate: certificate, generation, certificateGeneration };
+    return {
+      headers: headersOf(options),
+      ...(certificate === undefined ? {} : { clientCertificate: certificate }),
+      generation,
+      certificateGeneration,
+    };
   };
   cached = { credentials: read(first), at: now() };
   return {
+    source: 'file',
     server: cluster.server.replace(/\/+$/, ''),
     tls,
     async credentials() {
@@ -134,9 +89,9 @@ function certificateOf(options: HttpsRequestOptions): ClientCertificate | undefi
 }
 
 /** One PEM value; a list (which a kubeconfig never yields) counts as none. */
-function pem(value: unknown): Pem | undefined {
+function pem(value: unknown): string | undefined {
   const parsed = PemSchema.safeParse(value);
-  return parsed.success ? parsed.data : undefined;
+  return parsed.success ? parsed.data.toString() : undefined;
 }
 
 function sameCertificate(a: ClientCertificate | undefined, b: ClientCertificate | undefined): boolean {
