@@ -11,6 +11,7 @@ import { isForbidden, isNotFound, KubeApiError } from '../kube/errors.ts';
 import { KubeClient, type KubeObject } from '../kube/index.ts';
 import { formatMicroTime } from '../kube/microTime.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
+import { statusPhase } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 import {
   leaseAccess,
@@ -404,7 +405,7 @@ async function namespaceLine(kube: KubeClient, namespace: string, role: string):
   try {
     const live = await kube.getNamespace(namespace);
     if (live === undefined) return missing;
-    const phase = (live as { status?: { phase?: unknown } }).status?.phase;
+    const phase = statusPhase(live);
     if (phase === 'Terminating' || live.metadata.deletionTimestamp !== undefined) {
       return {
         id,

@@ -85,13 +85,7 @@ export function pruneChange(live: LiveKubeObject): ChangeSetEntry {
  * status) and without kubectl's last-applied record. Pure.
  */
 export function stripServerFields(object: KubeObject): Record<string, unknown> {
-  const {
-    status: _status,
-    metadata,
-    ...rest
-  } = structuredClone(object) as KubeObject & {
-    status?: unknown;
-  };
+  const { status: _status, metadata, ...rest } = structuredClone(object);
   const meta: Record<string, unknown> = { ...metadata };
   for (const field of SERVER_METADATA) delete meta[field];
   const annotations = { ...(metadata.annotations ?? {}) };

@@ -2,6 +2,7 @@
 // so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
+import { configMapData } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
   AGENT_NAME,
@@ -59,9 +60,7 @@ export class InventoryStore {
       signal,
     });
     for (const item of items) {
-      const parsed = StoredInventory.safeParse(
-        parseJsonOrUndefined((item as { data?: Record<string, string> }).data?.inventory),
-      );
+      const parsed = StoredInventory.safeParse(parseJsonOrUndefined(configMapData(item).inventory));
       if (!parsed.success) continue;
       const id = parsed.data.deploymentId;
       const others = (this.#cache.get(id) ?? []).filter((p) => p.namespace !== namespace);

@@ -15,6 +15,7 @@ import {
   refOf,
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
+import { secretData } from '../objects/fields.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
@@ -470,7 +471,7 @@ function sameEntries(a: readonly InventoryEntry[], b: readonly InventoryEntry[])
 /** Fills the generated keys of a create-only Secret with random values; the values stay in the cluster. */
 function withGeneratedKeys(object: KubeObject): KubeObject {
   const keys = (object.metadata.annotations[ANNOTATION_GENERATED_KEYS] ?? '').split(',').filter(Boolean);
-  const stringData = { ...((object.stringData as Record<string, string> | undefined) ?? {}) };
+  const stringData = { ...secretData(object).stringData };
   for (const key of keys) stringData[key] = randomBytes(24).toString('base64url');
   return { ...object, stringData };
 }

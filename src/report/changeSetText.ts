@@ -4,6 +4,7 @@
 import { stringify } from 'yaml';
 import { formatRef } from '../kube/resources.ts';
 import type { ChangeAction, ChangeSetEntry } from '../kube/serverDiff.ts';
+import { SecretDataSchema } from '../objects/fields.ts';
 import { unifiedDiff } from './unifiedDiff.ts';
 
 // A Secret key that changed reads `(changed)` on both sides; the line diff must still see two
@@ -53,12 +54,10 @@ function yamlLines(object: Record<string, unknown>): string[] {
 }
 
 function standIn(object: Record<string, unknown>, marker: string): Record<string, unknown> {
-  if (object.kind !== 'Secret' || object.data === null || typeof object.data !== 'object') return object;
+  const values = object.kind === 'Secret' ? SecretDataSchema.safeParse(object).data?.data : undefined;
+  if (values === undefined || values === null) return object;
   const data = Object.fromEntries(
-    Object.entries(object.data as Record<string, unknown>).map(([key, value]) => [
-      key,
-      value === CHANGED ? marker : value,
-    ]),
+    Object.entries(values).map(([key, value]) => [key, value === CHANGED ? marker : value]),
   );
   return { ...object, data };
 }

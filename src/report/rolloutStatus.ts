@@ -2,6 +2,9 @@
 // (sigs.k8s.io/cli-utils pkg/kstatus/status): generic checks first (deletion, observed
 // generation), then kstatus's check per kind, in its order; reasons are named constants.
 
+import { z } from 'zod';
+import { type Condition, statusConditions } from '../objects/fields.ts';
+
 export type ObjectStatus = 'Current' | 'InProgress' | 'Failed' | 'Terminating' | 'NotFound';
 
 export const Reason = {
@@ -38,8 +41,6 @@ export interface ObjectStatusResult {
   readonly message: string;
 }
 
-type Json = Record<string, unknown>;
-
 export interface LiveObject {
   readonly apiVersion: string;
   readonly kind: string;
@@ -52,18 +53,16 @@ export interface LiveObject {
   readonly [key: string]: unknown;
 }
 
+// Any JSON object: a step of a path into a status or spec this module reads loosely, as kstatus does.
+const JsonObject = z.record(z.string(), z.unknown());
 const get = (value: unknown, ...path: string[]): unknown => {
   let current = value;
-  for (const key of path)
-    current = typeof current === 'object' && current !== null ? (current as Json)[key] : undefined;
+  for (const key of path) current = JsonObject.safeParse(current).data?.[key];
   return current;
 };
 const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
-const conditions = (object: LiveObject): Json[] => {
-  const list = get(object, 'status', 'conditions');
-  return Array.isArray(list) ? (list as Json[]) : [];
-};
-const condition = (object: LiveObject, type: string): Json | undefined =>
+const conditions = (object: LiveObject): readonly Condition[] => statusConditions(object);
+const condition = (object: LiveObject, type: string): Condition | undefined =>
   conditions(object).find((c) => c.type === type);
 
 const current = (message: string): ObjectStatusResult => ({
