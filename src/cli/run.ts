@@ -42,6 +42,7 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
       ...optional(config.controlPlane),
     },
     kubeconfigPath: config.kubeconfig,
+    kubeApi: config.kubeApi,
     allowedNamespaces: config.namespaces,
     identity: config.identity,
     agentNamespace: config.agentNamespace,

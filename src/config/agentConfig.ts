@@ -11,6 +11,9 @@ import { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../render/renderConfig.ts';
 import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 
+/** Chosen with bench:sync (README, "Benchmarks"): a cold sync is not slowed, a resync storm is capped. */
+export const KUBE_API_DEFAULTS = { qps: 50, burst: 100 } as const;
+
 export const AgentConfig = z.strictObject({
   listenerId: z.guid(),
   controlPlane: z.strictObject({
@@ -25,6 +28,18 @@ export const AgentConfig = z.strictObject({
   namespaces: z.array(z.string().min(1)).min(1).optional(),
   /** Unset: in-cluster configuration. */
   kubeconfig: z.string().optional(),
+  /**
+   * The client-side rate limit of requests to the API server (client-go's --kube-api-qps and
+   * --kube-api-burst; watches are not limited). Defaults from `npm run bench:sync`: see README.
+   */
+  kubeApi: z
+    .strictObject({
+      /** Sustained requests per second; 0 turns the limit off. */
+      qps: z.number().min(0).default(KUBE_API_DEFAULTS.qps),
+      /** Requests let through at once after a quiet period. */
+      burst: z.number().int().min(1).default(KUBE_API_DEFAULTS.burst),
+    })
+    .prefault({}),
   identity: z
     .string()
     .min(1)

@@ -15,6 +15,7 @@ import {
 } from './decode.ts';
 import { KubeApiError, KubeResponseError, KubeUnsupportedKindError, type KubeVerb } from './errors.ts';
 import { type ClusterConnection, loadKubeconfig } from './kubeconfig.ts';
+import type { RateLimit } from './rateLimiter.ts';
 import {
   findResourceType,
   formatRef,
@@ -42,6 +43,8 @@ export interface KubeClientOptions {
   readonly registry?: Registry;
   /** `limit` of each list page. Default 500. */
   readonly listPageSize?: number;
+  /** Client-side request rate limit (client-go's qps/burst); watches are not limited. */
+  readonly rateLimit?: RateLimit;
 }
 
 export interface ApplyOptions extends CallOptions {
@@ -189,6 +192,7 @@ export class KubeClient {
       requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS,
       userAgent: options.userAgent ?? 'k8s-listener',
       registry: options.registry,
+      rateLimit: options.rateLimit,
     });
     return new KubeClient(transport, options);
   }

@@ -7,6 +7,7 @@ import { Agent, type Dispatcher, request } from 'undici';
 import { errorCode, isTimeout, type RequestTarget, statusError } from './decode.ts';
 import { KubeApiError, type KubeVerb } from './errors.ts';
 import type { ClientCertificate, ClusterConnection, Credentials } from './kubeconfig.ts';
+import { type RateLimit, TokenBucket } from './rateLimiter.ts';
 import { formatRef } from './resources.ts';
 
 /** Per-call options: an abort signal (e.g. leadership lost) and a tighter timeout. */
@@ -26,6 +27,8 @@ export interface TransportOptions {
   readonly userAgent: string;
   /** Where `k8s_listener_kube_requests_total` is registered; no metric when absent. */
   readonly registry?: Registry | undefined;
+  /** client-go's qps/burst for every request but watches; absent or qps 0: no limit. */
+  readonly rateLimit?: RateLimit | undefined;
 }
 
 export interface TransportRequest {
@@ -66,6 +69,7 @@ export class KubeTransport {
   readonly #metric: Counter<'verb' | 'kind' | 'code'> | undefined;
   readonly #durationMetric: Histogram<'verb' | 'kind'> | undefined;
   #pool: Pool;
+  readonly #limiter: TokenBucket;
   /** Pools of replaced client certificates: their open requests and watches end there. */
   readonly #retired = new Set<Agent>();
   #closed = false;
@@ -78,6 +82,7 @@ export class KubeTransport {
     this.#metric = options.registry === undefined ? undefined : requestCounter(options.registry);
     this.#durationMetric = options.registry === undefined ? undefined : requestDuration(options.registry);
     this.#pool = this.#newPool(first);
+    this.#limiter = new TokenBucket(options.rateLimit ?? { qps: 0, burst: 1 });
   }
 
   /** Obtains the first credentials now, so that a broken kubeconfig or plugin fails at start. */
@@ -101,6 +106,12 @@ export class KubeTransport {
       ...(req.options?.signal === undefined ? [] : [req.options.signal]),
     ]);
     const started = performance.now();
+    if (!this.#limiter.unlimited) {
+      // The wait counts against the request's timeout, as client-go's limiter wait does.
+      await this.#limiter.take(signal).catch((cause: unknown) => {
+        throw this.#transportError(req, cause, signal, timeoutMs, started);
+      });
+    }
     // Outside the try: credentials that cannot be obtained (a failing plugin) keep their error type.
     const prepared = await this.#prepare(req);
     let status: number;

@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import { ControlPlaneClient, type ControlPlaneClientOptions } from '../controlplane/client.ts';
 import { KubeClient, LeaderElector } from '../kube/index.ts';
+import type { RateLimit } from '../kube/rateLimiter.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import type { RenderConfig } from '../render/index.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
@@ -16,6 +17,8 @@ export interface AgentOptions {
   readonly controlPlane: Omit<ControlPlaneClientOptions, 'logger'>;
   /** Undefined: in-cluster configuration. */
   readonly kubeconfigPath: string | undefined;
+  /** Client-side request rate limit; absent: none. */
+  readonly kubeApi?: RateLimit;
   /** The agent's own allow-list; undefined lets the listener's namespaces stand. */
   readonly allowedNamespaces: readonly string[] | undefined;
   readonly identity: string;
@@ -117,6 +120,7 @@ export class Agent {
       logger: this.#o.logger,
       registry: this.#o.metrics.registry,
       userAgent: `k8s-listener/${AGENT_VERSION}`,
+      ...(this.#o.kubeApi === undefined ? {} : { rateLimit: this.#o.kubeApi }),
     });
     this.#kube = kube;
     this.#registration = await register({
