@@ -144,6 +144,12 @@ export class OwnedObjectWatcher {
           controller.abort();
         }, watchdogMs);
       };
+      // The watchdog ended a silent stream: a failure of this round, whichever way the stream ended.
+      const restartSilent = () => {
+        this.#stats.watchdogRestarts++;
+        stream.logger.warn({ watchdogMs }, 'watch silent for too long; restarting it');
+        failures++;
+      };
       try {
         if (resourceVersion === undefined) {
           const list = await options.client.listWithVersion(stream.kind, {
@@ -180,9 +186,7 @@ export class OwnedObjectWatcher {
         }
         if (this.#stopping.signal.aborted) break;
         if (watchdogFired) {
-          this.#stats.watchdogRestarts++;
-          stream.logger.warn({ watchdogMs }, 'watch silent for too long; restarting it');
-          failures++;
+          restartSilent();
         } else if (Date.now() - opened < timeoutSeconds * 1000 - 1000) {
           // Closed before the server-side timeout: treat it like an error, so a flapping
           // connection cannot make the loop spin.
@@ -195,9 +199,7 @@ export class OwnedObjectWatcher {
       } catch (error) {
         if (this.#stopping.signal.aborted) break;
         if (watchdogFired) {
-          this.#stats.watchdogRestarts++;
-          stream.logger.warn({ watchdogMs }, 'watch silent for too long; restarting it');
-          failures++;
+          restartSilent();
         } else if (isGone(error)) {
           // The resourceVersion is too old: a fresh listing says what changed meanwhile.
           this.#stats.gone++;
