@@ -59,7 +59,13 @@ export class DeploymentReport {
       {
         deploymentId,
         revisionId,
-        status: { revisionStatus: 'DEPLOY_FAILED', deploymentStatus: undefined, ...failure },
+        // Named, not spread: an Error's message is not an enumerable own property.
+        status: {
+          revisionStatus: 'DEPLOY_FAILED',
+          deploymentStatus: undefined,
+          reason: failure.reason,
+          message: failure.message,
+        },
       },
       log,
     );

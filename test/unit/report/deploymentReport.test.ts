@@ -4,6 +4,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { LiveKubeObject } from '../../../src/kube/index.ts';
 import { ANNOTATION_STATUS } from '../../../src/objects/ownership.ts';
+import { TerminalError } from '../../../src/reconcile/outcome.ts';
 import { DeploymentReport } from '../../../src/report/deploymentReport.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import type { RolloutStatus } from '../../../src/report/rolloutStatus.ts';
@@ -97,6 +98,18 @@ describe('DeploymentReport', () => {
     expect(events).toEqual([]);
     expect(await annotation()).toBeUndefined();
     expect(await gauge('DEPLOY_FAILED')).toBe(1);
+  });
+
+  it('a failure given as the TerminalError itself keeps its message', async () => {
+    const { report, recorded } = await setUp();
+    // What the reconciler passes; an Error's message is not enumerable, so a spread would drop it.
+    await report.failed(
+      'd1',
+      'r1',
+      new TerminalError('RenderInvalid', 'name: cannot be a Kubernetes name'),
+      log,
+    );
+    expect(recorded[0]?.message).toBe('name: cannot be a Kubernetes name');
   });
 
   it('a status annotation that cannot be written is logged, not thrown', async () => {
