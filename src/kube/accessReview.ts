@@ -46,8 +46,10 @@ export async function reviewAccess(
   const answers: AccessAnswer[] = new Array(questions.length);
   let next = 0;
   const worker = async () => {
-    for (let index = next++; index < questions.length; index = next++) {
-      const question = questions[index] as AccessQuestion;
+    for (;;) {
+      const index = next++;
+      const question = questions[index];
+      if (question === undefined) return;
       answers[index] = await reviewOne(client, question, options);
     }
   };

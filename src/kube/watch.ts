@@ -290,7 +290,7 @@ export class OwnedObjectWatcher {
 /** What a relist needs to remember of an object: identity and metadata, not its spec or data. */
 function skeleton(object: LiveKubeObject): LiveKubeObject {
   const { managedFields: _managedFields, ...metadata } = object.metadata;
-  return { apiVersion: object.apiVersion, kind: object.kind, metadata } as LiveKubeObject;
+  return { apiVersion: object.apiVersion, kind: object.kind, metadata };
 }
 
 function kindName(kind: ManagedKind | KindRef): string {
