@@ -53,6 +53,16 @@ export const StatusConditionsSchema = z.looseObject({
     .catch(undefined),
 });
 
+// Any JSON object: one step of a path into a spec or status read loosely, as kstatus reads them.
+const JsonObject = z.record(z.string(), z.unknown());
+
+/** The value at a path of keys (`status`, `replicas`); undefined where the path ends early. */
+export function fieldAt(value: unknown, ...path: readonly string[]): unknown {
+  let current = value;
+  for (const key of path) current = JsonObject.safeParse(current).data?.[key];
+  return current;
+}
+
 /** The `data` of a ConfigMap; {} when it has none. */
 export function configMapData(object: unknown): Readonly<Record<string, string>> {
   return ConfigMapDataSchema.safeParse(object).data?.data ?? {};

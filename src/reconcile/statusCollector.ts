@@ -5,6 +5,7 @@
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
+import { fieldAt } from '../objects/fields.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
@@ -392,15 +393,7 @@ async function eventsOf(kube: KubeClient, namespace: string, found: Observation)
 const timeOf = (event: EventRow): number => (event.time ? Date.parse(event.time) || 0 : 0);
 
 function eventRow(event: LiveKubeObject): EventRow {
-  const field = (...path: string[]): unknown => {
-    let current: unknown = event;
-    for (const key of path)
-      current =
-        typeof current === 'object' && current !== null
-          ? (current as Record<string, unknown>)[key]
-          : undefined;
-    return current;
-  };
+  const field = (...path: string[]): unknown => fieldAt(event, ...path);
   const text = (...path: string[]) => {
     const value = field(...path);
     return typeof value === 'string' && value !== '' ? value : undefined;

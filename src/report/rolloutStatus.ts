@@ -2,8 +2,7 @@
 // (sigs.k8s.io/cli-utils pkg/kstatus/status): generic checks first (deletion, observed
 // generation), then kstatus's check per kind, in its order; reasons are named constants.
 
-import { z } from 'zod';
-import { type Condition, statusConditions } from '../objects/fields.ts';
+import { type Condition, fieldAt, statusConditions } from '../objects/fields.ts';
 
 export type ObjectStatus = 'Current' | 'InProgress' | 'Failed' | 'Terminating' | 'NotFound';
 
@@ -53,13 +52,6 @@ export interface LiveObject {
   readonly [key: string]: unknown;
 }
 
-// Any JSON object: a step of a path into a status or spec this module reads loosely, as kstatus does.
-const JsonObject = z.record(z.string(), z.unknown());
-const get = (value: unknown, ...path: string[]): unknown => {
-  let current = value;
-  for (const key of path) current = JsonObject.safeParse(current).data?.[key];
-  return current;
-};
 const num = (value: unknown): number => (typeof value === 'number' ? value : 0);
 const conditions = (object: LiveObject): readonly Condition[] => statusConditions(object);
 const condition = (object: LiveObject, type: string): Condition | undefined =>
@@ -90,7 +82,7 @@ export interface StatusClock {
 type KindCheck = (object: LiveObject, clock: StatusClock) => ObjectStatusResult;
 
 const replicasOf = (object: LiveObject): number =>
-  get(object, 'spec', 'replicas') === undefined ? 1 : num(get(object, 'spec', 'replicas'));
+  fieldAt(object, 'spec', 'replicas') === undefined ? 1 : num(fieldAt(object, 'spec', 'replicas'));
 
 function deploymentStatus(object: LiveObject, clock: StatusClock): ObjectStatusResult {
   const name = object.metadata.name;
@@ -106,10 +98,10 @@ function deploymentStatus(object: LiveObject, clock: StatusClock): ObjectStatusR
     return persistent ? failed(Reason.ReplicaFailure, message) : progressing(Reason.ReplicaFailure, message);
   }
   const desired = replicasOf(object);
-  const replicas = num(get(object, 'status', 'replicas'));
-  const updated = num(get(object, 'status', 'updatedReplicas'));
-  const ready = num(get(object, 'status', 'readyReplicas'));
-  const available = num(get(object, 'status', 'availableReplicas'));
+  const replicas = num(fieldAt(object, 'status', 'replicas'));
+  const updated = num(fieldAt(object, 'status', 'updatedReplicas'));
+  const ready = num(fieldAt(object, 'status', 'readyReplicas'));
+  const available = num(fieldAt(object, 'status', 'availableReplicas'));
   if (desired > replicas) return progressing(Reason.CreatingReplicas, `${replicas} of ${desired} replicas`);
   if (desired > updated)
     return progressing(Reason.UpdatingReplicas, `${updated} of ${desired} replicas updated`);
@@ -120,7 +112,7 @@ function deploymentStatus(object: LiveObject, clock: StatusClock): ObjectStatusR
   if (desired > ready) return progressing(Reason.WaitingForReady, `${ready} of ${desired} replicas ready`);
   // With a progress deadline (the API server defaults one) the controller reports completion in
   // the Progressing condition; without one, the counts above are all there is.
-  const hasDeadline = typeof get(object, 'spec', 'progressDeadlineSeconds') === 'number';
+  const hasDeadline = typeof fieldAt(object, 'spec', 'progressDeadlineSeconds') === 'number';
   const complete = progressing_?.status === 'True' && progressing_.reason === 'NewReplicaSetAvailable';
   if (hasDeadline && !complete)
     return progressing(
@@ -134,14 +126,14 @@ function deploymentStatus(object: LiveObject, clock: StatusClock): ObjectStatusR
 
 function statefulSetStatus(object: LiveObject): ObjectStatusResult {
   // An OnDelete StatefulSet is rolled by whoever deletes its pods: nothing to wait for.
-  if (get(object, 'spec', 'updateStrategy', 'type') === 'OnDelete')
+  if (fieldAt(object, 'spec', 'updateStrategy', 'type') === 'OnDelete')
     return current('StatefulSet uses the OnDelete update strategy');
   const desired = replicasOf(object);
-  const replicas = num(get(object, 'status', 'replicas'));
-  const ready = num(get(object, 'status', 'readyReplicas'));
-  const currentReplicas = num(get(object, 'status', 'currentReplicas'));
-  const updatedReplicas = num(get(object, 'status', 'updatedReplicas'));
-  const partition = get(object, 'spec', 'updateStrategy', 'rollingUpdate', 'partition');
+  const replicas = num(fieldAt(object, 'status', 'replicas'));
+  const ready = num(fieldAt(object, 'status', 'readyReplicas'));
+  const currentReplicas = num(fieldAt(object, 'status', 'currentReplicas'));
+  const updatedReplicas = num(fieldAt(object, 'status', 'updatedReplicas'));
+  const partition = fieldAt(object, 'spec', 'updateStrategy', 'rollingUpdate', 'partition');
   if (desired > replicas) return progressing(Reason.CreatingReplicas, `${replicas} of ${desired} replicas`);
   if (desired > ready) return progressing(Reason.WaitingForReady, `${ready} of ${desired} replicas ready`);
   // Scaled down, or a pod of the old size still terminating: still rolling out.
@@ -155,8 +147,8 @@ function statefulSetStatus(object: LiveObject): ObjectStatusResult {
   }
   if (desired > currentReplicas)
     return progressing(Reason.UpdateRevisionPending, `${currentReplicas} of ${desired} replicas current`);
-  const updateRevision = get(object, 'status', 'updateRevision') ?? '';
-  const currentRevision = get(object, 'status', 'currentRevision') ?? '';
+  const updateRevision = fieldAt(object, 'status', 'updateRevision') ?? '';
+  const currentRevision = fieldAt(object, 'status', 'currentRevision') ?? '';
   if (updateRevision !== currentRevision) {
     return progressing(
       Reason.UpdateRevisionPending,
@@ -167,14 +159,14 @@ function statefulSetStatus(object: LiveObject): ObjectStatusResult {
 }
 
 function serviceStatus(object: LiveObject): ObjectStatusResult {
-  const type = get(object, 'spec', 'type') ?? 'ClusterIP';
-  if (type === 'LoadBalancer' && !get(object, 'spec', 'clusterIP'))
+  const type = fieldAt(object, 'spec', 'type') ?? 'ClusterIP';
+  if (type === 'LoadBalancer' && !fieldAt(object, 'spec', 'clusterIP'))
     return progressing(Reason.NoIpAssigned, `Service ${object.metadata.name} has no cluster IP yet`);
   return current('service ready');
 }
 
 function claimStatus(object: LiveObject): ObjectStatusResult {
-  const phase = get(object, 'status', 'phase');
+  const phase = fieldAt(object, 'status', 'phase');
   if (phase === 'Bound') return current('claim bound');
   if (phase === 'Lost') return failed(Reason.ClaimLost, `claim ${object.metadata.name} lost its volume`);
   return progressing(Reason.ClaimPending, `claim ${object.metadata.name} is ${String(phase ?? 'pending')}`);
@@ -217,7 +209,7 @@ export function computeObjectStatus(
       message: `${object.kind} ${object.metadata.name} is being deleted`,
     };
   const generation = object.metadata.generation;
-  const observed = get(object, 'status', 'observedGeneration');
+  const observed = fieldAt(object, 'status', 'observedGeneration');
   if (generation !== undefined && typeof observed === 'number' && observed < generation) {
     return progressing(
       Reason.NotObserved,

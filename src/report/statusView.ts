@@ -3,6 +3,7 @@
 // documented JSON/YAML shape, and the exit-code rule. The I/O that gathers the observations is
 // src/reconcile/statusCollector.ts.
 import { z } from 'zod';
+import { fieldAt } from '../objects/fields.ts';
 import { computeObjectStatus, computeRollout, type LiveObject, Reason } from './rolloutStatus.ts';
 import type { StatusAnnotation } from './statusAnnotation.ts';
 
@@ -136,13 +137,6 @@ export interface RowInput {
 const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
 const ROLLOUT_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
 
-const get = (value: unknown, ...path: string[]): unknown => {
-  let current = value;
-  for (const key of path)
-    current =
-      typeof current === 'object' && current !== null ? (current as Record<string, unknown>)[key] : undefined;
-  return current;
-};
 const count = (value: unknown): number => (typeof value === 'number' && value >= 0 ? value : 0);
 
 /** The order workloads are listed in: the application first, then its data stores. */
@@ -161,11 +155,11 @@ export function workloadsOf(objects: readonly ObservedObject[]): WorkloadReplica
       kind: o.ref.kind,
       name: o.ref.name,
       desired: o.live
-        ? get(o.live, 'spec', 'replicas') === undefined
+        ? fieldAt(o.live, 'spec', 'replicas') === undefined
           ? 1
-          : count(get(o.live, 'spec', 'replicas'))
+          : count(fieldAt(o.live, 'spec', 'replicas'))
         : 0,
-      ready: count(get(o.live, 'status', 'readyReplicas')),
+      ready: count(fieldAt(o.live, 'status', 'readyReplicas')),
     }));
 }
 
@@ -219,7 +213,7 @@ export function deriveStatusRow(input: RowInput): StatusRow {
         .filter((o) => o.desired && ROLLOUT_KINDS.has(o.ref.kind))
         .map((o) => ({ component: o.component, object: o.live })),
       ...input.claims.map((claim) => ({
-        component: String(get(claim, 'metadata', 'labels', 'app.kubernetes.io/component') ?? 'database'),
+        component: String(fieldAt(claim, 'metadata', 'labels', 'app.kubernetes.io/component') ?? 'database'),
         object: claim,
       })),
     ],
@@ -275,9 +269,9 @@ export function objectStatusRows(
     rows.push({
       apiVersion: claim.apiVersion,
       kind: claim.kind,
-      namespace: String(get(claim, 'metadata', 'namespace') ?? ''),
+      namespace: String(fieldAt(claim, 'metadata', 'namespace') ?? ''),
       name: claim.metadata.name,
-      component: String(get(claim, 'metadata', 'labels', 'app.kubernetes.io/component') ?? 'database'),
+      component: String(fieldAt(claim, 'metadata', 'labels', 'app.kubernetes.io/component') ?? 'database'),
       status: status.status,
       reason: status.reason,
       message: status.message,
