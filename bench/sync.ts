@@ -4,8 +4,9 @@
 // latency, request counts and memory. Targets (issue 10, at N = 1,000) are printed with pass/fail;
 // --strict exits 1 when one is missed.
 // Run: npm run bench:sync -- --deployments 100 [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof]
+//   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...]
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -20,7 +21,9 @@ import { AGENT_VERSION } from '../src/version.ts';
 import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
 
 const execFileAsync = promisify(execFile);
-const MAIN = new URL('../src/cli/main.ts', import.meta.url).pathname;
+const SOURCE_MAIN = new URL('../src/cli/main.ts', import.meta.url).pathname;
+const BUILT_MAIN = new URL('../dist/cli/main.js', import.meta.url).pathname;
+const ROOT = new URL('..', import.meta.url).pathname;
 const RESULTS = new URL('./results/', import.meta.url).pathname;
 
 const { values: flags } = parseArgs({
@@ -35,9 +38,16 @@ const { values: flags } = parseArgs({
     note: { type: 'string', default: '' },
     // Node flags for the agent process only, e.g. '--max-old-space-size=128' (space-separated).
     'agent-node-options': { type: 'string', default: '' },
+    // As the image runs it: the compiled JavaScript (built first), not the TypeScript sources.
+    'from-source': { type: 'boolean', default: false },
+    // The chart's default memory limit: the agent runs in a memory cgroup of this size where one
+    // can be made (cgroup v1 here), so that Node sizes its heap as in the pod. 0: no cgroup.
+    'memory-limit-mib': { type: 'string', default: '384' },
   },
 });
 const N = Number(flags.deployments);
+const MEMORY_LIMIT_MIB = Number(flags['memory-limit-mib']);
+const MAIN = flags['from-source'] ? SOURCE_MAIN : BUILT_MAIN;
 const CONCURRENCY = Number(flags.concurrency);
 const POLL_MS = Number(flags['poll-interval-ms']);
 const PATCHES = Number(flags.patches);
@@ -209,10 +219,17 @@ function startAgentProcess(configPath: string, profileDir: string | undefined): 
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
     ...(flags['agent-node-options'] ?? '').split(' ').filter(Boolean),
   ];
-  const child = spawn(process.execPath, [...nodeFlags, MAIN, 'run', '--config', configPath], {
-    env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const command = [process.execPath, ...nodeFlags, MAIN, 'run', '--config', configPath];
+  // In the cgroup: the shell moves itself there, then becomes the agent (same pid).
+  const child = memoryCgroup
+    ? spawn('sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', memoryCgroup, ...command], {
+        env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn(command[0] as string, command.slice(1), {
+        env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
@@ -238,6 +255,20 @@ function startAgentProcess(configPath: string, profileDir: string | undefined): 
     void exited.then((code) => reject(new Error(`agent exited (${code}) before it started: ${stderr}`)));
   });
   return { child, metricsUrl, exited };
+}
+
+/** A cgroup v1 memory controller limited to `mib`, or undefined (with the reason logged) when none can be made. */
+async function makeMemoryCgroup(mib: number): Promise<string | undefined> {
+  if (mib <= 0) return undefined;
+  const dir = `/sys/fs/cgroup/memory/k8s-listener-bench-${process.pid}`;
+  try {
+    await mkdir(dir);
+    await writeFile(join(dir, 'memory.limit_in_bytes'), String(mib * 2 ** 20));
+    return dir;
+  } catch (error) {
+    log(`no memory cgroup (${(error as Error).message}): the agent runs without the pod's memory limit`);
+    return undefined;
+  }
 }
 
 async function stopAgent(agent: AgentProcess): Promise<void> {
@@ -268,6 +299,12 @@ log(
     .map((l) => l.toFixed(2))
     .join(' ')}`,
 );
+if (!flags['from-source']) {
+  await execFileAsync('npm', ['run', '--silent', 'build'], { cwd: ROOT });
+  log('built dist/ (the agent runs as the image runs it)');
+}
+const memoryCgroup = await makeMemoryCgroup(MEMORY_LIMIT_MIB);
+if (memoryCgroup) log(`agent in a memory cgroup of ${MEMORY_LIMIT_MIB} MiB (the chart's limit)`);
 const binDir = await ensureClusterBinaries();
 const kubectl = join(binDir, 'kubectl');
 const cluster = await startLocalCluster({ binDir });
@@ -490,6 +527,13 @@ try {
     concurrency: CONCURRENCY,
     pollIntervalMs: POLL_MS,
     note: flags.note || undefined,
+    agent: {
+      ran: flags['from-source']
+        ? 'src/cli/main.ts (TypeScript, type stripping)'
+        : 'dist/cli/main.js (compiled)',
+      memoryCgroupMiB: memoryCgroup ? MEMORY_LIMIT_MIB : undefined,
+      nodeOptions: flags['agent-node-options'] || undefined,
+    },
     machine: {
       cores: cpus().length,
       cpuModel: cpus()[0]?.model,
@@ -588,6 +632,7 @@ try {
   if (flags.strict && targets.some((t) => !t.pass)) process.exitCode = 1;
 } finally {
   if (agent) await stopAgent(agent);
+  if (memoryCgroup) await rmdir(memoryCgroup).catch(() => undefined);
   await client.close();
   await admin.close();
   await emulator.close();
