@@ -1,6 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { readFileSync } from 'node:fs';
 import { runRenderCommand } from '../../../src/cli/render.ts';
 import { startEmulator } from '../../../src/emulator/server.ts';
 import { EmulatorState } from '../../../src/emulator/state.ts';
