@@ -23,13 +23,17 @@ export function entryId(entry: InventoryEntry): string {
   return `${entry.namespace}_${entry.name}_${group}_${entry.kind}`;
 }
 
+export function entryOf(object: KubeObject): InventoryEntry {
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    namespace: object.metadata.namespace ?? '',
+    name: object.metadata.name,
+  };
+}
+
 export function entriesOf(objects: readonly KubeObject[]): InventoryEntry[] {
-  return objects.map((o) => ({
-    apiVersion: o.apiVersion,
-    kind: o.kind,
-    namespace: o.metadata.namespace ?? '',
-    name: o.metadata.name,
-  }));
+  return objects.map(entryOf);
 }
 
 /** Entries of `previous` that are not in `next`: what to prune. */

@@ -26,7 +26,7 @@ import {
   type StatusRow,
 } from '../report/statusView.ts';
 import { driftPath } from './drift.ts';
-import { entryId, type InventoryEntry } from './inventory.ts';
+import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore } from './inventoryStore.ts';
 import { chooseTarget } from './target.ts';
 
@@ -416,15 +416,6 @@ function eventRow(event: LiveKubeObject): EventRow {
         : typeof deprecatedCount === 'number'
           ? deprecatedCount
           : 1,
-  };
-}
-
-function entryOf(object: KubeObject): InventoryEntry {
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    namespace: object.metadata.namespace ?? '',
-    name: object.metadata.name,
   };
 }
 
