@@ -150,8 +150,9 @@ export class Reconciler {
 
     // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
     const previous = this.#o.inventories.get(deploymentId);
+    const found = await this.#readOwned(deploymentId, objects, signal);
     await this.#recordAhead(namespace, previous, next, signal);
-    const live = await this.#apply(objects, logIn, signal);
+    const live = await this.#apply(objects, found, logIn, signal);
     if (repairOnly) return { result: 'done', detail: 'settled' };
 
     // 3. Inventory: what left the desired set, by the diff of the recorded and the new entries.
@@ -162,7 +163,7 @@ export class Reconciler {
     const elsewhere = previous.filter((p) => p.namespace !== namespace).map((p) => p.namespace);
 
     // 4. Prune it (only objects this listener owns), then record the new inventory alone.
-    for (const entry of stale) await this.#prune(entry, logIn, signal);
+    for (const entry of stale) await this.#prune(entry, deploymentId, logIn, signal);
     for (const other of elsewhere) await this.#o.inventories.remove(deploymentId, other, signal);
     const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
     if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
@@ -240,14 +241,45 @@ export class Reconciler {
     );
   }
 
+  /**
+   * Reads every object before anything is written, and fails the deployment when a name is taken:
+   * by another owner, or by another deployment of this listener whose generated names this one's
+   * collide with (never adopted, never overwritten). Every taken name is listed.
+   */
+  async #readOwned(
+    deploymentId: string,
+    objects: readonly KubeObject[],
+    signal: AbortSignal | undefined,
+  ): Promise<Map<string, LiveKubeObject | undefined>> {
+    const found = new Map<string, LiveKubeObject | undefined>();
+    const taken: string[] = [];
+    for (const object of objects) {
+      const ref = refOf(object);
+      const live = await this.#read(ref, signal);
+      found.set(entryId(entryOf(object)), live);
+      if (!live) continue;
+      const name = `${object.kind}/${ref.namespace}/${ref.name}`;
+      if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
+        taken.push(`${name} exists and is not managed by this listener`);
+      else if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
+        taken.push(`${name} belongs to another deployment of this listener`);
+    }
+    if (taken.length > 0) throw new TerminalError(Reason.ApplyRejected, taken.join('; '));
+    return found;
+  }
+
   /** The apply step: each object made as desired, in render order; the objects as live. */
   async #apply(
     objects: readonly KubeObject[],
+    found: ReadonlyMap<string, LiveKubeObject | undefined>,
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<Map<string, LiveKubeObject>> {
     const live = new Map<string, LiveKubeObject>();
-    for (const object of objects) live.set(entryId(entryOf(object)), await this.#ensure(object, log, signal));
+    for (const object of objects) {
+      const id = entryId(entryOf(object));
+      live.set(id, await this.#ensure(object, found.get(id), log, signal));
+    }
     return live;
   }
 
@@ -286,17 +318,17 @@ export class Reconciler {
     return { result: 'terminal', error: terminal };
   }
 
-  /** Makes one object as desired; returns it live. Writes only when missing or drifted. */
-  async #ensure(object: KubeObject, log: Logger, signal?: AbortSignal): Promise<LiveKubeObject> {
+  /**
+   * Makes one object as desired, from `live` as #readOwned found it (owned, or missing); returns
+   * it live. Writes only when missing or drifted.
+   */
+  async #ensure(
+    object: KubeObject,
+    live: LiveKubeObject | undefined,
+    log: Logger,
+    signal?: AbortSignal,
+  ): Promise<LiveKubeObject> {
     const ref = refOf(object);
-    const live = await this.#read(ref, signal);
-    if (live && live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID]) {
-      // Never adopt: an object of the same name that another owner made stays theirs.
-      throw new TerminalError(
-        Reason.ApplyRejected,
-        `${object.kind}/${ref.namespace}/${ref.name} exists and is not managed by this listener`,
-      );
-    }
     if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') {
       return live ?? this.#written(await this.#o.kube.create(withGeneratedKeys(object), { signal }));
     }
@@ -335,7 +367,13 @@ export class Reconciler {
     return object;
   }
 
-  async #prune(entry: InventoryEntry, log: Logger, signal?: AbortSignal): Promise<void> {
+  /** Deletes one recorded object, only if it is still this deployment's (never a collider's victim). */
+  async #prune(
+    entry: InventoryEntry,
+    deploymentId: string,
+    log: Logger,
+    signal?: AbortSignal,
+  ): Promise<void> {
     const ref = {
       apiVersion: entry.apiVersion,
       kind: entry.kind,
@@ -343,7 +381,12 @@ export class Reconciler {
       name: entry.name,
     };
     const live = await this.#o.kube.get(ref, { signal });
-    if (!live || live.metadata.labels[LABEL_LISTENER_ID] !== this.#listenerId()) return;
+    if (
+      !live ||
+      live.metadata.labels[LABEL_LISTENER_ID] !== this.#listenerId() ||
+      live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId
+    )
+      return;
     log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'pruning');
     await this.#o.kube.delete(ref, {
       propagationPolicy: 'Background',
@@ -357,14 +400,15 @@ export class Reconciler {
   async #deleteDeployment(deploymentId: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
     const placed = this.#o.inventories.get(deploymentId);
     for (const { namespace, inventory } of placed) {
-      for (const entry of [...inventory.entries].reverse()) await this.#prune(entry, log, signal);
+      for (const entry of [...inventory.entries].reverse())
+        await this.#prune(entry, deploymentId, log, signal);
       if (!this.#o.config.prune.keepDatabaseVolumes) {
         const claims = await this.#o.kube.list('PersistentVolumeClaim', {
           namespace,
           labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
           signal,
         });
-        for (const claim of claims) await this.#prune(entryOf(claim), log, signal);
+        for (const claim of claims) await this.#prune(entryOf(claim), deploymentId, log, signal);
       }
       await this.#o.inventories.remove(deploymentId, namespace, signal);
     }
