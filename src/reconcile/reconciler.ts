@@ -36,6 +36,7 @@ import { driftPath } from './drift.ts';
 import {
   entriesOf,
   entryId,
+  entryOf,
   type Inventory,
   type InventoryEntry,
   sameInventory,
@@ -489,15 +490,6 @@ function asTerminal(error: unknown): TerminalError | undefined {
   if (error instanceof KubeApiError && !isTransient(error))
     return new TerminalError(Reason.ApplyRejected, error.message, { cause: error });
   return undefined;
-}
-
-function entryOf(object: KubeObject): InventoryEntry {
-  return {
-    apiVersion: object.apiVersion,
-    kind: object.kind,
-    namespace: object.metadata.namespace ?? '',
-    name: object.metadata.name,
-  };
 }
 
 function unionEntries(a: readonly InventoryEntry[], b: readonly InventoryEntry[]): InventoryEntry[] {
