@@ -130,9 +130,9 @@ describe('the agent killed at random', () => {
     for (let round = 0; round < KILLS; round++) {
       const agent = startAgentProcess(configPath, identity);
       processes.push(agent);
-      // A random point: mostly while leading (0–6 s into its work), sometimes still starting.
+      // A random point: mostly while leading (0–4 s into its work), sometimes still starting.
       const whileStarting = random() < 0.2;
-      const delayMs = Math.round(whileStarting ? 500 + random() * 2_500 : random() * 6_000);
+      const delayMs = Math.round(whileStarting ? 500 + random() * 2_500 : random() * 4_000);
       if (!whileStarting)
         await eventually(
           'the agent leads',
@@ -159,9 +159,13 @@ describe('the agent killed at random', () => {
       );
 
       // Changes made while no agent runs, or between two of them.
-      if (round === 2) {
-        for (const d of deployments.slice(0, 8))
-          await world.client.patchDeployment(d.id, { source_revision_config: { image_uri: 'nginx:1.28' } });
+      // Each restart finds work: six deployments (chosen at random) get a new revision.
+      const live = deployments.filter((d) => !deleted.has(d.id) && !invalid.has(d.id));
+      for (let i = 0; i < 6; i++) {
+        const d = live[Math.floor(random() * live.length)] as Deployment;
+        await world.client.patchDeployment(d.id, {
+          source_revision_config: { image_uri: `nginx:1.${round}.${i}` },
+        });
       }
       if (round === 5) {
         for (const d of deployments.slice(40, 44)) {
