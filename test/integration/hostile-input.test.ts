@@ -37,6 +37,12 @@ type Expectation =
   | { readonly kind: 'door'; readonly status: 413 | 422; readonly field?: string }
   /** The agent refuses it: DEPLOY_FAILED with a message naming `path`, nothing written. */
   | { readonly kind: 'refused'; readonly path: string }
+  /**
+   * Past the agent's checks, refused by the API server (strict field validation of free-form
+   * content the interface passes through): DEPLOY_FAILED with a message naming `path`. What was
+   * applied before the refused object stays (counted, not asserted: the apply has no dry run).
+   */
+  | { readonly kind: 'rejected'; readonly path: string }
   /** Hostile in form, valid in substance: it is served. */
   | { readonly kind: 'converges' };
 
@@ -285,6 +291,17 @@ function arbitraries(): [number, fc.Arbitrary<HostileCase>][] {
           expect: { kind: 'door', status: 422 },
         })),
     ],
+    // Free-form volume content with fields Kubernetes does not know, nested a few levels deep.
+    [
+      4,
+      fc.tuple(fc.integer({ min: 1, max: 30 }), namespaceArb()).map(([depth, namespace]) => ({
+        category: 'unknown fields in a volume source',
+        body: body('volsrc', namespace, {
+          volumes: [{ name: 'scratch', emptyDir: { medium: '', ...(nested(depth, 'x') as object) } }],
+        }),
+        expect: { kind: 'rejected', path: 'emptyDir' },
+      })),
+    ],
     // A volume name Kubernetes cannot take.
     [
       10,
@@ -430,12 +447,12 @@ describe('hostile input through a running agent', () => {
     });
     await waitForRevision(world, victim, 'DEPLOYED', 120_000);
 
-    // The ones to be served get a name of their own: two alike would collide (and one would fail,
+    // The ones that write objects get a name of their own: two alike would collide (one would fail,
     // as the collisions below must).
     const cases: HostileCase[] = arbitraries()
       .flatMap(([count, arbitrary], i) => fc.sample(arbitrary, { numRuns: count, seed: seed + i }))
       .map((c, i) =>
-        c.expect.kind === 'converges'
+        c.expect.kind === 'converges' || c.expect.kind === 'rejected'
           ? { ...c, body: { ...c.body, name: `${String(c.body.name)}-${i}` } }
           : c,
       );
@@ -549,18 +566,22 @@ describe('hostile input through a running agent', () => {
       ]);
     }
     const unnamed: string[] = [];
-    for (const c of created) {
-      if (c.hostile.expect.kind !== 'refused') continue;
-      const messages = failedMessages.get(c.deployment.id) ?? [];
-      if (!messages.some((m) => m.includes(c.hostile.expect.kind === 'refused' ? c.hostile.expect.path : '')))
+    for (const { hostile, deployment } of created) {
+      const { expect: wanted } = hostile;
+      if (wanted.kind !== 'refused' && wanted.kind !== 'rejected') continue;
+      const messages = failedMessages.get(deployment.id) ?? [];
+      if (!messages.some((m) => m.includes(wanted.path)))
         unnamed.push(
-          `${c.hostile.category}: wanted ${c.hostile.expect.path} in ${JSON.stringify(messages).slice(0, 300)}`,
+          `${hostile.category}: wanted ${wanted.path} in ${JSON.stringify(messages).slice(0, 300)}`,
         );
     }
     expect(unnamed).toEqual([]);
 
     // Nothing written for a refused deployment, in any namespace; the collisions took nothing.
     const live = await listListenerObjects(world, [ns0, ns1, OUTSIDE_ALLOW_LIST]);
+    const rejectedIds = new Set(
+      created.filter((c) => c.hostile.expect.kind === 'rejected').map((c) => c.deployment.id),
+    );
     const refusedIds = new Set(
       created.filter((c) => c.hostile.expect.kind === 'refused').map((c) => c.deployment.id),
     );
@@ -618,6 +639,9 @@ describe('hostile input through a running agent', () => {
       hostileCases: hostileCount,
       refusedAtDoor,
       refusedByAgent: refusedIds.size,
+      rejectedByApiServer: rejectedIds.size,
+      writtenBeforeApiServerRejection: live.filter((e) => e.deploymentId && rejectedIds.has(e.deploymentId))
+        .length,
       hostileServed: created.filter(
         (c) => c.hostile.category !== 'valid' && c.hostile.expect.kind === 'converges',
       ).length,
