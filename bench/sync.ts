@@ -307,7 +307,8 @@ const memoryCgroup = await makeMemoryCgroup(MEMORY_LIMIT_MIB);
 if (memoryCgroup) log(`agent in a memory cgroup of ${MEMORY_LIMIT_MIB} MiB (the chart's limit)`);
 const binDir = await ensureClusterBinaries();
 const kubectl = join(binDir, 'kubectl');
-const cluster = await startLocalCluster({ binDir });
+// Room for every pod: the agent's, the floor's and kubectl's copies (about 2.2 pods a deployment each).
+const cluster = await startLocalCluster({ binDir, podsPerNode: Math.max(250, Math.ceil((N * 3 * 2.5) / 3)) });
 const emulator = await startEmulator({});
 const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
 const admin = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, { logger: pino({ level: 'silent' }) });

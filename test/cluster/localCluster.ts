@@ -22,6 +22,11 @@ export interface LocalClusterOptions {
   readonly runDir?: string;
   readonly log?: (line: string) => void;
   readonly startTimeoutMs?: number;
+  /**
+   * Pods each fake Node takes (cpu and memory grow with it). Default 250; the sync benchmark's
+   * thousands of deployments need more, or their pods stay Pending and no rollout completes.
+   */
+  readonly podsPerNode?: number;
 }
 
 export interface LocalCluster {
@@ -211,7 +216,13 @@ async function waitFor(
   }
 }
 
-function fakeNode(name: string): unknown {
+function fakeNode(name: string, podsPerNode: number): unknown {
+  // Room for the largest default pod on every slot (a prod main container asks 500m and 1Gi).
+  const resources = {
+    cpu: String(Math.max(64, podsPerNode)),
+    memory: `${Math.max(256, podsPerNode * 2)}Gi`,
+    pods: String(podsPerNode),
+  };
   return {
     apiVersion: 'v1',
     kind: 'Node',
@@ -227,8 +238,8 @@ function fakeNode(name: string): unknown {
       },
     },
     status: {
-      allocatable: { cpu: '64', memory: '256Gi', pods: '250' },
-      capacity: { cpu: '64', memory: '256Gi', pods: '250' },
+      allocatable: resources,
+      capacity: resources,
       nodeInfo: { kubeletVersion: 'fake', operatingSystem: 'linux', architecture: 'amd64' },
     },
   };
@@ -465,7 +476,8 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       volumeBindingMode: 'Immediate',
       reclaimPolicy: 'Delete',
     });
-    for (let i = 0; i < FAKE_NODE_COUNT; i++) await admin.ensure('/api/v1/nodes', fakeNode(`kwok-node-${i}`));
+    for (let i = 0; i < FAKE_NODE_COUNT; i++)
+      await admin.ensure('/api/v1/nodes', fakeNode(`kwok-node-${i}`, options.podsPerNode ?? 250));
     const volumeDir = join(runDir, 'volumes');
     provisioner = setInterval(() => void provisionPendingClaims(admin, volumeDir).catch(() => {}), 500);
     provisioner.unref();
