@@ -13,7 +13,14 @@ import fc from 'fast-check';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment, StatusReport } from '../../src/controlplane/schemas/index.ts';
-import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
+import {
+  AGENT_NAME,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../../src/objects/ownership.ts';
+import { inventoryName } from '../../src/reconcile/inventoryStore.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, revisionStatus, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
 import {
@@ -54,6 +61,7 @@ interface HostileCase {
 
 let world: World;
 let agent: AgentProcess;
+let configPath: string;
 let reports: StatusReport[];
 let ns0: string;
 let ns1: string;
@@ -62,7 +70,7 @@ beforeAll(async () => {
   world = await startWorld(inject('kubeconfigPath'), { extraListenerNamespaces: [OUTSIDE_ALLOW_LIST] });
   [ns0 = '', ns1 = ''] = world.namespaces;
   reports = recordStatusReports(world.emulator);
-  const configPath = await writeAgentConfig(world, {
+  configPath = await writeAgentConfig(world, {
     leaseName: `lease-${ns0}`,
     namespaces: [ns0, ns1],
     reconcile: { concurrency: 8 },
@@ -652,4 +660,58 @@ describe('hostile input through a running agent', () => {
     console.log(`hostile-input: ${JSON.stringify(summary)}`);
     expect(hostileCount).toBeGreaterThanOrEqual(200);
   }, 360_000);
+
+  it('never prunes an object that another deployment owns, even when an inventory records it', async () => {
+    const owner = await world.client.createDeployment(app(world, 'owner', ns1));
+    await waitForRevision(world, owner, 'DEPLOYED', 120_000);
+    const forger = await world.client.createDeployment(
+      body('forger', ns1, { cpu: -1 }) as Parameters<typeof world.client.createDeployment>[0],
+    );
+    await waitForRevision(world, forger, 'DEPLOY_FAILED');
+    const uids = async () =>
+      Promise.all([
+        world.kube.apps.readNamespacedDeployment({ name: 'owner', namespace: ns1 }),
+        world.kube.core.readNamespacedService({ name: 'owner', namespace: ns1 }),
+      ]).then((objects) => objects.map((o) => o.metadata?.uid));
+    const before = await uids();
+
+    // An inventory of the refused deployment that records the owner's objects, as one written by
+    // an older agent, or by two deployments that applied the same name at the same moment, would.
+    const entry = (apiVersion: string, kind: string) => ({ apiVersion, kind, namespace: ns1, name: 'owner' });
+    await world.kube.core.createNamespacedConfigMap({
+      namespace: ns1,
+      body: {
+        metadata: {
+          name: inventoryName(forger.id),
+          labels: {
+            [LABEL_MANAGED_BY]: AGENT_NAME,
+            [LABEL_LISTENER_ID]: world.listenerId,
+            [LABEL_DEPLOYMENT_ID]: forger.id,
+            [LABEL_COMPONENT]: 'inventory',
+          },
+        },
+        data: {
+          inventory: JSON.stringify({
+            deploymentId: forger.id,
+            specHash: 'forged',
+            entries: [entry('apps/v1', 'Deployment'), entry('v1', 'Service')],
+          }),
+        },
+      },
+    });
+    // Inventories are read when a leader starts: a new agent process takes over.
+    agent.child.kill('SIGTERM');
+    expect(await agent.exited).toBe(0);
+    agent = startAgentProcess(configPath, 'hostile-agent-2');
+    await world.client.deleteDeployment(forger.id);
+    await eventually('the forger removed', async () =>
+      world.emulator.store.listDeployments({}).some((d) => d.id === forger.id) ? undefined : true,
+    );
+    // Its inventory is gone; what it recorded is not: another deployment owns it.
+    await expect(
+      world.kube.core.readNamespacedConfigMap({ name: inventoryName(forger.id), namespace: ns1 }),
+    ).rejects.toThrow();
+    expect(await uids()).toEqual(before);
+    expect(await revisionStatus(world, owner.id, owner.latest_revision_id ?? '')).toBe('DEPLOYED');
+  }, 240_000);
 });
