@@ -217,10 +217,12 @@ async function waitFor(
 }
 
 function fakeNode(name: string, podsPerNode: number): unknown {
-  // Room for the largest default pod on every slot (a prod main container asks 500m and 1Gi).
+  // The default node is a fixed size that tests rely on (a pod asking more cpu than 64 never
+  // schedules); a larger one has room for the largest default pod on every slot (500m, 1Gi).
+  const large = podsPerNode > 250;
   const resources = {
-    cpu: String(Math.max(64, podsPerNode)),
-    memory: `${Math.max(256, podsPerNode * 2)}Gi`,
+    cpu: large ? String(podsPerNode) : '64',
+    memory: large ? `${podsPerNode * 2}Gi` : '256Gi',
     pods: String(podsPerNode),
   };
   return {
