@@ -77,6 +77,19 @@ export class Reconciler {
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
   /**
+   * The claims and pods of a deployment rolling out, listed at most every half recheck interval:
+   * every status change of its workloads wakes a reconcile (each pod coming up, at N = 1,000
+   * some 25 listings a deployment), and a view a few seconds old changes no verdict.
+   */
+  readonly #listed = new Map<
+    string,
+    {
+      readonly at: number;
+      readonly claims: readonly LiveKubeObject[];
+      pods: readonly LiveKubeObject[] | undefined;
+    }
+  >();
+  /**
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
    * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
    * `applied`: that attempt applied every object (its rollout failed, not its apply), so drift is
@@ -418,6 +431,7 @@ export class Reconciler {
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
     this.#podProblems.forget(deploymentId);
+    this.#listed.delete(deploymentId);
   }
 
   async #rollout(
@@ -438,16 +452,26 @@ export class Reconciler {
         object: fresh ?? live.get(entryId(entryOf(object))),
       });
     }
-    // Claims come only from a StatefulSet's volumeClaimTemplates (the database).
-    if (objects.some((o) => o.kind === 'StatefulSet')) {
-      const claims = await this.#o.kube.list('PersistentVolumeClaim', {
-        namespace,
-        labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
-        signal,
-      });
-      for (const claim of claims)
-        tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
-    }
+    const withClaims = objects.some((o) => o.kind === 'StatefulSet');
+    const recent = this.#listed.get(deploymentId);
+    const listed =
+      recent && Date.now() - recent.at < this.#o.config.rolloutRecheckMs / 2
+        ? recent
+        : {
+            at: Date.now(),
+            // Claims come only from a StatefulSet's volumeClaimTemplates (the database).
+            claims: withClaims
+              ? await this.#o.kube.list('PersistentVolumeClaim', {
+                  namespace,
+                  labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+                  signal,
+                })
+              : [],
+            pods: undefined,
+          };
+    this.#listed.set(deploymentId, listed);
+    for (const claim of listed.claims)
+      tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
     const rollout = (podProblems: PodProblem[]) =>
       computeRollout({
         objects: tracked,
@@ -460,14 +484,15 @@ export class Reconciler {
     const withoutPods = rollout([]);
     if (withoutPods.revisionStatus === 'DEPLOYED') {
       this.#podProblems.forget(deploymentId);
+      this.#listed.delete(deploymentId);
       return withoutPods;
     }
-    const pods = await this.#o.kube.list('Pod', {
+    listed.pods ??= await this.#o.kube.list('Pod', {
       namespace,
       labelSelector: `${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
       signal,
     });
-    return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
+    return rollout(this.#podProblems.observe(deploymentId, listed.pods, Date.now()));
   }
 
   #listenerId(): string {
