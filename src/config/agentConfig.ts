@@ -12,7 +12,7 @@ import { RenderConfig } from '../render/renderConfig.ts';
 import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 
 /** Chosen with bench:sync (README, "Benchmarks"): a cold sync is not slowed, a resync storm is capped. */
-export const KUBE_API_DEFAULTS = { qps: 200, burst: 400 } as const;
+export const KUBE_API_DEFAULTS = { qps: 500, burst: 1000 } as const;
 
 export const AgentConfig = z.strictObject({
   listenerId: z.guid(),
