@@ -17,6 +17,7 @@ import { startEmulator } from '../src/emulator/server.ts';
 import { KubeClient } from '../src/kube/kubeClient.ts';
 import { ANNOTATION_CREATE_ONLY } from '../src/objects/ownership.ts';
 import { type KubeObject, RenderConfig, renderDeployment } from '../src/render/index.ts';
+import { sleep } from '../src/sleep.ts';
 import { AGENT_VERSION } from '../src/version.ts';
 import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
 
@@ -60,7 +61,6 @@ const PHASE_TIMEOUT_MS = Math.max(120_000, N * 600);
 const NAMESPACES = ['bench-a', 'bench-b', 'bench-c', 'bench-d'];
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete']);
 const log = (line: string) => console.error(`[bench:sync ${new Date().toISOString().slice(11, 19)}] ${line}`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seconds = (ms: number) => Number((ms / 1000).toFixed(2));
 
 async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250) {

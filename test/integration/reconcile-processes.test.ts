@@ -1,23 +1,11 @@
 // The agent as operators run it: real processes of `k8s-listener run`, two replicas with one
 // leader, failover when the leader dies, graceful shutdown, and a restart after a kill mid-rollout.
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { eventually } from '../support/adminKube.ts';
-import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
-
-const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
-
-interface AgentProcess {
-  readonly identity: string;
-  readonly child: ChildProcess;
-  readonly output: () => string;
-  readonly exited: Promise<number | null>;
-}
+import { app, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import { type AgentProcess, startAgentProcess, writeAgentConfig } from '../support/agentProcess.ts';
 
 let world: World;
 let configPath: string;
@@ -27,24 +15,7 @@ const running: AgentProcess[] = [];
 beforeAll(async () => {
   world = await startWorld(inject('kubeconfigPath'));
   leaseName = `lease-${world.namespaces[0]}`;
-  const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-agent-'));
-  configPath = join(dir, 'config.yaml');
-  // JSON is YAML: the same file format the Helm chart mounts.
-  await writeFile(
-    configPath,
-    JSON.stringify({
-      listenerId: world.listenerId,
-      controlPlane: { baseUrl: world.emulator.url },
-      kubeconfig: world.kubeconfigPath,
-      agentNamespace: 'default',
-      probes: { host: '127.0.0.1', port: 0 },
-      log: { level: 'info' },
-      reconcile: {
-        ...FAST_RECONCILE,
-        leaderElection: { leaseName, leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
-      },
-    }),
-  );
+  configPath = await writeAgentConfig(world, { leaseName });
 });
 afterEach(async () => {
   for (const agent of running.splice(0)) {
@@ -54,20 +25,8 @@ afterEach(async () => {
 });
 afterAll(() => world?.close());
 
-function startAgentProcess(identity: string): AgentProcess {
-  const child = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
-    env: { ...process.env, POD_NAME: identity, POD_NAMESPACE: 'default' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const agent = { identity, child, output: () => output, exited };
+function startAgent(identity: string): AgentProcess {
+  const agent = startAgentProcess(configPath, identity);
   running.push(agent);
   return agent;
 }
@@ -86,8 +45,8 @@ const applies = (agent: AgentProcess) => (agent.output().match(/"msg":"applying"
 
 describe('agent processes', () => {
   it('runs two replicas with one leader; the follower writes nothing; failover after the leader dies', async () => {
-    const a = startAgentProcess('replica-a');
-    const b = startAgentProcess('replica-b');
+    const a = startAgent('replica-a');
+    const b = startAgent('replica-b');
     const first = await eventually('a leader', leaseHolder, 30_000);
     const [leader, follower] = first === 'replica-a' ? [a, b] : [b, a];
 
@@ -121,7 +80,7 @@ describe('agent processes', () => {
   });
 
   it('exits non-zero at once when another holder takes the lease, and leaves the lease to it', async () => {
-    const agent = startAgentProcess('replica-l');
+    const agent = startAgent('replica-l');
     await eventually(
       'a leader',
       async () => ((await leaseHolder()) === 'replica-l' ? true : undefined),
@@ -164,7 +123,7 @@ describe('agent processes', () => {
 
   it('converges after being killed mid-rollout and restarted, with no duplicate or lost object', async () => {
     const namespace = world.namespaces[1] ?? '';
-    const first = startAgentProcess('replica-c');
+    const first = startAgent('replica-c');
     await eventually(
       'a leader',
       async () => ((await leaseHolder()) === 'replica-c' ? true : undefined),
@@ -195,7 +154,7 @@ describe('agent processes', () => {
     first.child.kill('SIGKILL');
     await first.exited;
 
-    const second = startAgentProcess('replica-c');
+    const second = startAgent('replica-c');
     await waitForRevision(world, deployment, 'DEPLOYED', 90_000);
     const selector = `${LABEL_DEPLOYMENT_ID}=${deployment.id}`;
     const [deployments, statefulSets, services, secrets, autoscalers] = await Promise.all([
