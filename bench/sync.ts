@@ -291,6 +291,17 @@ async function procStatus(pid: number): Promise<{ rssMiB: number; hwmMiB: number
   }
 }
 
+/** User + system CPU seconds a process has used so far (from /proc; Linux clock ticks of 1/100 s). */
+async function cpuSeconds(pid: number): Promise<number | undefined> {
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+    // After the command: state is field 3, utime 14 and stime 15 (1-based, as proc(5) counts).
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
 // --- The run ---------------------------------------------------------------------------------
 const runStarted = new Date();
 const loadAtStart = loadavg().map((l) => Number(l.toFixed(2)));
@@ -373,7 +384,11 @@ try {
     500,
   );
   const appliedMs = performance.now() - started;
-  log(`every object applied after ${seconds(appliedMs)} s`);
+  const appliedCpuS = await cpuSeconds(pid);
+  const appliedReconciles = total(await scrape(), 'controller_runtime_reconcile_total');
+  log(
+    `every object applied after ${seconds(appliedMs)} s (agent CPU ${appliedCpuS} s, ${appliedReconciles} reconciles)`,
+  );
   const deployedCount = () =>
     emulator.state().deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED').length;
   await until(
@@ -550,6 +565,9 @@ try {
     },
     coldSync: {
       appliedS: seconds(appliedMs),
+      agentCpuAtAppliedS: appliedCpuS,
+      reconcilesAtApplied: appliedReconciles,
+      reconcilesAtDeployed: total(afterCold, 'controller_runtime_reconcile_total'),
       deployedS: seconds(deployedMs),
       liveDeploymentsInFirstNamespace: live,
     },
@@ -596,8 +614,14 @@ try {
   const rows: [string, string][] = [
     ['deployments / objects', `${N} / ${agentObjects.length}`],
     ['concurrency, poll interval', `${CONCURRENCY}, ${POLL_MS} ms`],
-    ['cold sync: every object applied', `${result.coldSync.appliedS} s`],
-    ['cold sync: every revision DEPLOYED', `${result.coldSync.deployedS} s`],
+    [
+      'cold sync: every object applied',
+      `${result.coldSync.appliedS} s (agent CPU ${result.coldSync.agentCpuAtAppliedS} s, ${appliedReconciles} reconciles)`,
+    ],
+    [
+      'cold sync: every revision DEPLOYED',
+      `${result.coldSync.deployedS} s (${result.coldSync.reconcilesAtDeployed} reconciles)`,
+    ],
     ['floor (bare SSA loop)', `${result.floorS} s`],
     ['kubectl apply --server-side (per namespace)', `${result.kubectlS} s`],
     ['agent / floor', `${result.ratios.agentOverFloor}`],

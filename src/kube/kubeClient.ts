@@ -238,21 +238,17 @@ export class KubeClient {
   async get(ref: ObjectRef, opts: CallOptions = {}): Promise<LiveKubeObject | undefined> {
     const endpoint = this.#endpointOf(ref);
     const target = targetOf(endpoint);
-    try {
-      const response = await this.#transport.send({
-        verb: 'get',
-        target,
-        count: { verb: 'get', dryRun: false },
-        method: 'GET',
-        path: pathOf(endpoint),
-        options: opts,
-      });
-      return decodeObject(response.text, 'get', target);
-    } catch (error) {
+    const response = await this.#transport.send({
+      verb: 'get',
+      target,
+      count: { verb: 'get', dryRun: false },
+      method: 'GET',
+      path: pathOf(endpoint),
+      options: opts,
       // 404 is an answer here, not an error.
-      if (error instanceof KubeApiError && error.status === 404) return undefined;
-      throw error;
-    }
+      answers: [404],
+    });
+    return response.status === 404 ? undefined : decodeObject(response.text, 'get', target);
   }
 
   async getNamespace(name: string, opts: CallOptions = {}): Promise<LiveKubeObject | undefined> {

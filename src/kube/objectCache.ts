@@ -1,7 +1,9 @@
 // The agent's own objects as its watches last saw them, so that a reconcile reads them without a
 // request: the informer cache of controller-runtime, kept to what the reconciler needs (one
-// object by reference). A miss is not proof of absence (the watch may not have listed yet, and
-// an object of the same name made by someone else is not watched): callers fall back to a GET.
+// object by reference, or every object of a kind carrying one value of the index label). A miss
+// by reference is not proof of absence (an object of the same name made by someone else is not
+// watched): callers fall back to a GET. A listing is complete only once that kind's watch in that
+// namespace has listed (`isSynced`); before that, callers list from the API server.
 
 import type { LiveKubeObject } from './kubeClient.ts';
 import type { ObjectRef } from './resources.ts';
@@ -12,8 +14,28 @@ export interface ObjectReader {
   get(ref: ObjectRef): LiveKubeObject | undefined;
 }
 
+/**
+ * What a watch event told: nothing new (the echo of our own write, or older than what is held),
+ * a change of status alone (same generation: the spec is as it was), or any other change.
+ */
+export type ObservedChange = 'none' | 'status' | 'changed';
+
+export interface ObjectCacheOptions {
+  /** The label whose value indexes objects for `byLabel` (the deployment id). */
+  readonly indexLabel: string;
+}
+
 export class ObjectCache implements ObjectReader {
+  readonly #indexLabel: string;
   readonly #objects = new Map<string, LiveKubeObject>();
+  /** `kind/namespace/label value` → keys of the objects carrying it. */
+  readonly #index = new Map<string, Set<string>>();
+  /** `kind/namespace` pairs whose watch has listed once. */
+  readonly #synced = new Set<string>();
+
+  constructor(options: ObjectCacheOptions) {
+    this.#indexLabel = options.indexLabel;
+  }
 
   get size(): number {
     return this.#objects.size;
@@ -23,17 +45,39 @@ export class ObjectCache implements ObjectReader {
     return this.#objects.get(keyOf(ref.kind, ref.namespace, ref.name));
   }
 
-  /** Takes a watch event (or a relist's synthesized one). */
-  observe(event: OwnedObjectEvent): void {
+  /** The objects of a kind in a namespace whose index label has this value. */
+  byLabel(kind: string, namespace: string, value: string): LiveKubeObject[] {
+    const keys = this.#index.get(`${kind}/${namespace}/${value}`);
+    if (!keys) return [];
+    return [...keys].flatMap((key) => this.#objects.get(key) ?? []);
+  }
+
+  /** The watch of these kinds in this namespace has listed: their listings are complete from now on. */
+  markSynced(kinds: readonly string[], namespace: string): void {
+    for (const kind of kinds) this.#synced.add(`${kind}/${namespace}`);
+  }
+
+  isSynced(kind: string, namespace: string): boolean {
+    return this.#synced.has(`${kind}/${namespace}`);
+  }
+
+  /** Takes a watch event (or a relist's synthesized one), and says what it told. */
+  observe(event: OwnedObjectEvent): ObservedChange {
     const { object } = event;
     const key = keyOf(object.kind, object.metadata.namespace, object.metadata.name);
+    const held = this.#objects.get(key);
     if (event.type === 'DELETED') {
       // A deletion of an older incarnation (another uid) must not drop the object made since.
-      const held = this.#objects.get(key);
-      if (!held || held.metadata.uid === object.metadata.uid) this.#objects.delete(key);
-      return;
+      if (held && held.metadata.uid !== object.metadata.uid) return 'none';
+      this.#drop(key);
+      return 'changed';
     }
-    this.#store(key, object);
+    if (!this.#store(key, object)) return 'none';
+    const sameGeneration =
+      held?.metadata.uid === object.metadata.uid &&
+      held.metadata.generation !== undefined &&
+      held.metadata.generation === object.metadata.generation;
+    return sameGeneration ? 'status' : 'changed';
   }
 
   /** Takes the server's answer to our own write, which the watch delivers only a little later. */
@@ -41,12 +85,41 @@ export class ObjectCache implements ObjectReader {
     this.#store(keyOf(object.kind, object.metadata.namespace, object.metadata.name), object);
   }
 
-  #store(key: string, object: LiveKubeObject): void {
+  #store(key: string, object: LiveKubeObject): boolean {
     const held = this.#objects.get(key);
-    // A watch event in flight when we wrote must not take the cache back to before our write.
-    if (held && held.metadata.uid === object.metadata.uid && isOlder(object, held)) return;
+    if (held && held.metadata.uid === object.metadata.uid) {
+      // A watch event in flight when we wrote must not take the cache back to before our write.
+      if (isOlder(object, held)) return false;
+      if (held.metadata.resourceVersion === object.metadata.resourceVersion) return false;
+    }
+    if (held) this.#unindex(key, held);
     const { managedFields: _managedFields, ...metadata } = object.metadata;
-    this.#objects.set(key, { ...object, metadata } as LiveKubeObject);
+    const stored = { ...object, metadata } as LiveKubeObject;
+    this.#objects.set(key, stored);
+    const value = metadata.labels[this.#indexLabel];
+    if (value !== undefined) {
+      const indexKey = `${object.kind}/${metadata.namespace ?? ''}/${value}`;
+      const keys = this.#index.get(indexKey) ?? new Set<string>();
+      keys.add(key);
+      this.#index.set(indexKey, keys);
+    }
+    return true;
+  }
+
+  #drop(key: string): void {
+    const held = this.#objects.get(key);
+    if (!held) return;
+    this.#unindex(key, held);
+    this.#objects.delete(key);
+  }
+
+  #unindex(key: string, object: LiveKubeObject): void {
+    const value = object.metadata.labels[this.#indexLabel];
+    if (value === undefined) return;
+    const indexKey = `${object.kind}/${object.metadata.namespace ?? ''}/${value}`;
+    const keys = this.#index.get(indexKey);
+    keys?.delete(key);
+    if (keys?.size === 0) this.#index.delete(indexKey);
   }
 }
 

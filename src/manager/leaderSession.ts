@@ -13,14 +13,18 @@ import { Poller } from '../reconcile/poller.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { Reconciler } from '../reconcile/reconciler.ts';
 import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
-import { watchedKinds } from '../reconcile/watchedKinds.ts';
+import { OBSERVED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
 import { WorkQueue } from '../reconcile/workQueue.ts';
 import type { RenderConfig } from '../render/index.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
+import { podSummary } from '../report/podProblems.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
 import { sleep } from '../sleep.ts';
 import { managedNamespaces, type Registration, recordVersion } from './registration.ts';
+
+/** How long a status change waits for the rest of its burst before it wakes its deployment. */
+const STATUS_SETTLE_MS = 1_000;
 
 export interface LeaderSessionOptions {
   readonly kube: KubeClient;
@@ -44,8 +48,11 @@ interface Parts {
   readonly cache: ObjectCache;
   readonly reconciler: Reconciler;
   readonly poller: Poller;
-  /** One watcher per namespace: a namespace added to the listener gets its own at once. */
-  readonly watchers: Map<string, OwnedObjectWatcher>;
+  /**
+   * The watchers of each namespace (owned objects; pods): a namespace added to the listener gets
+   * its own at once.
+   */
+  readonly watchers: Map<string, readonly OwnedObjectWatcher[]>;
 }
 
 export class LeaderSession {
@@ -132,7 +139,7 @@ export class LeaderSession {
       const drainMs = lost ? 0 : config.shutdownDrainMs;
       const drained = await parts.queue.shutDown(drainMs);
       if (!drained && !lost) this.#log.warn({ drainMs }, 'in-flight work did not finish in time');
-      await Promise.all([...parts.watchers.values()].map((watcher) => watcher.stop()));
+      await Promise.all([...parts.watchers.values()].flat().map((watcher) => watcher.stop()));
       // After a lost lease the next leader reports; this session sends nothing more.
       if (!lost) await parts.reporter.flush();
       metrics.leader.set(0);
@@ -162,7 +169,7 @@ export class LeaderSession {
       metrics: workQueueMetrics(metrics, CONTROLLER_NAME),
       keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
     });
-    const cache = new ObjectCache();
+    const cache = new ObjectCache({ indexLabel: LABEL_DEPLOYMENT_ID });
     const reconciler = new Reconciler({
       kube,
       cache,
@@ -210,22 +217,50 @@ export class LeaderSession {
   }
 
   #watch(parts: Parts, namespace: string): void {
-    const watcher = new OwnedObjectWatcher({
+    const kinds = watchedKinds(this.#o.render);
+    const labelSelector = `${LABEL_LISTENER_ID}=${this.#listener.id}`;
+    const owned = new OwnedObjectWatcher({
       client: this.#o.kube,
       logger: this.#o.logger,
-      kinds: watchedKinds(this.#o.render),
+      kinds,
       namespaces: [namespace],
-      labelSelector: `${LABEL_LISTENER_ID}=${this.#listener.id}`,
+      labelSelector,
       // Handlers only record and enqueue: a hand edit or deletion of an owned object wakes its
-      // deployment, whose reconcile then reads the object from the cache.
+      // deployment, whose reconcile then reads the object from the cache. The echo of the
+      // agent's own write is no news (the cache has it already) and wakes nothing.
       onEvent: (event) => {
-        parts.cache.observe(event);
+        const change = parts.cache.observe(event);
         const id = event.object.metadata.labels[LABEL_DEPLOYMENT_ID];
-        if (id && parts.desired.get(id)) parts.queue.add(id);
+        if (change === 'none' || !id || !parts.desired.get(id)) return;
+        // A workload's status moves in bursts (each replica updated, ready, available): one
+        // reconcile a moment later reads them all. Any other change (a hand edit, a deletion)
+        // is repaired at once.
+        if (change === 'status') parts.queue.addAfter(id, STATUS_SETTLE_MS);
+        else parts.queue.add(id);
       },
     });
-    parts.watchers.set(namespace, watcher);
-    watcher.start();
+    // The pods of the listener's workloads, for the rollout's pod problems: read at each status
+    // recheck, they wake nothing (their workloads' status changes do).
+    const pods = new OwnedObjectWatcher({
+      client: this.#o.kube,
+      logger: this.#o.logger,
+      kinds: OBSERVED_KINDS,
+      namespaces: [namespace],
+      labelSelector,
+      onEvent: (event) => {
+        parts.cache.observe({ type: event.type, object: podSummary(event.object) });
+      },
+    });
+    parts.watchers.set(namespace, [owned, pods]);
+    for (const [watcher, watched] of [
+      [owned, kinds],
+      [pods, OBSERVED_KINDS],
+    ] as const) {
+      watcher.start();
+      void watcher.whenSynced().then((synced) => {
+        if (synced) parts.cache.markSynced(watched, namespace);
+      });
+    }
   }
 
   async #pollOnce(parts: Parts, signal: AbortSignal): Promise<void> {

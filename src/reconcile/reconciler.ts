@@ -63,10 +63,11 @@ export interface ReconcilerOptions {
   readonly listener: () => Listener;
   readonly allowedNamespaces: readonly string[] | undefined;
   /**
-   * The owned objects as the watches see them: reads that hit need no request. Absent (`diff`,
-   * tests), every read is a GET.
+   * The owned objects (and pods) as the watches see them: reads that hit need no request, and a
+   * deployment's claims and pods come from it once their watch has listed. Absent (`diff`,
+   * tests), every read is a request.
    */
-  readonly cache?: Pick<ObjectCache, 'get' | 'written'>;
+  readonly cache?: Pick<ObjectCache, 'get' | 'written' | 'byLabel' | 'isSynced'>;
 }
 
 const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
@@ -76,19 +77,6 @@ export class Reconciler {
   readonly #log: Logger;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
-  /**
-   * The claims and pods of a deployment rolling out, listed at most every half recheck interval:
-   * every status change of its workloads wakes a reconcile (each pod coming up, at N = 1,000
-   * some 25 listings a deployment), and a view a few seconds old changes no verdict.
-   */
-  readonly #listed = new Map<
-    string,
-    {
-      readonly at: number;
-      readonly claims: readonly LiveKubeObject[];
-      pods: readonly LiveKubeObject[] | undefined;
-    }
-  >();
   /**
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
    * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
@@ -267,9 +255,11 @@ export class Reconciler {
   ): Promise<Map<string, LiveKubeObject | undefined>> {
     const found = new Map<string, LiveKubeObject | undefined>();
     const taken: string[] = [];
-    for (const object of objects) {
+    // At once: mostly cache hits; on a first sync, misses, each a GET that the others need not wait for.
+    const reads = await Promise.all(objects.map((object) => this.#read(refOf(object), signal)));
+    for (const [i, object] of objects.entries()) {
       const ref = refOf(object);
-      const live = await this.#read(ref, signal);
+      const live = reads[i];
       found.set(entryId(entryOf(object)), live);
       if (!live) continue;
       const name = `${object.kind}/${ref.namespace}/${ref.name}`;
@@ -431,7 +421,6 @@ export class Reconciler {
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
     this.#podProblems.forget(deploymentId);
-    this.#listed.delete(deploymentId);
   }
 
   async #rollout(
@@ -452,25 +441,11 @@ export class Reconciler {
         object: fresh ?? live.get(entryId(entryOf(object))),
       });
     }
-    const withClaims = objects.some((o) => o.kind === 'StatefulSet');
-    const recent = this.#listed.get(deploymentId);
-    const listed =
-      recent && Date.now() - recent.at < this.#o.config.rolloutRecheckMs / 2
-        ? recent
-        : {
-            at: Date.now(),
-            // Claims come only from a StatefulSet's volumeClaimTemplates (the database).
-            claims: withClaims
-              ? await this.#o.kube.list('PersistentVolumeClaim', {
-                  namespace,
-                  labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
-                  signal,
-                })
-              : [],
-            pods: undefined,
-          };
-    this.#listed.set(deploymentId, listed);
-    for (const claim of listed.claims)
+    // Claims come only from a StatefulSet's volumeClaimTemplates (the database).
+    const claims = objects.some((o) => o.kind === 'StatefulSet')
+      ? await this.#ownedBy('PersistentVolumeClaim', namespace, deploymentId, signal)
+      : [];
+    for (const claim of claims)
       tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
     const rollout = (podProblems: PodProblem[]) =>
       computeRollout({
@@ -480,19 +455,34 @@ export class Reconciler {
         failureGraceMs: this.#o.config.failureGraceMs,
       });
     // Pods only explain a rollout that is not done: with every workload current (kstatus), a
-    // pod's back-off cannot change the verdict, and the listing is the costliest read here.
+    // pod's back-off cannot change the verdict.
     const withoutPods = rollout([]);
     if (withoutPods.revisionStatus === 'DEPLOYED') {
       this.#podProblems.forget(deploymentId);
-      this.#listed.delete(deploymentId);
       return withoutPods;
     }
-    listed.pods ??= await this.#o.kube.list('Pod', {
+    const pods = await this.#ownedBy('Pod', namespace, deploymentId, signal);
+    return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
+  }
+
+  /**
+   * The objects of a kind that carry this deployment's labels: from the watch cache once that
+   * kind's watch in the namespace has listed (every status change of a rolling deployment wakes
+   * it, and a listing per wake-up costs the API server most at scale), else listed.
+   */
+  async #ownedBy(
+    kind: 'Pod' | 'PersistentVolumeClaim',
+    namespace: string,
+    deploymentId: string,
+    signal: AbortSignal | undefined,
+  ): Promise<readonly LiveKubeObject[]> {
+    const cache = this.#o.cache;
+    if (cache?.isSynced(kind, namespace)) return cache.byLabel(kind, namespace, deploymentId);
+    return this.#o.kube.list(kind, {
       namespace,
-      labelSelector: `${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
       signal,
     });
-    return rollout(this.#podProblems.observe(deploymentId, listed.pods, Date.now()));
   }
 
   #listenerId(): string {

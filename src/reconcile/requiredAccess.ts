@@ -5,7 +5,7 @@ import { KubeUnsupportedKindError } from '../kube/errors.ts';
 import { resourceTypeOf } from '../kube/resources.ts';
 import type { RenderConfig } from '../render/renderConfig.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
-import { WATCHED_KINDS } from './watchedKinds.ts';
+import { OBSERVED_KINDS, WATCHED_KINDS } from './watchedKinds.ts';
 
 export interface RequiredAccess {
   /** '' for the core group. */
@@ -28,7 +28,7 @@ type WrittenKind =
   | 'PodDisruptionBudget'
   | 'Ingress';
 
-const WATCHED: ReadonlySet<string> = new Set(WATCHED_KINDS);
+const WATCHED: ReadonlySet<string> = new Set([...WATCHED_KINDS, ...OBSERVED_KINDS]);
 
 function resourceOf(kind: WrittenKind | 'ConfigMap' | 'PersistentVolumeClaim' | 'Pod'): {
   group: string;
@@ -84,8 +84,8 @@ export function namespaceAccess(config: {
     },
     {
       ...resourceOf('Pod'),
-      verbs: ['list'],
-      why: 'rollout status: pods in a crash loop or image pull failure',
+      verbs: [...new Set(['list', ...watchVerbs('Pod')])],
+      why: 'rollout status: pods in a crash loop, an image pull failure or unschedulable (watched)',
     },
     {
       group: 'events.k8s.io',

@@ -20,3 +20,9 @@ export const WATCHED_KINDS = [
 export function watchedKinds(render: Pick<RenderConfig, 'ingress'>): (typeof WATCHED_KINDS)[number][] {
   return WATCHED_KINDS.filter((kind) => kind !== 'Ingress' || render.ingress.className !== undefined);
 }
+
+/**
+ * Kinds read for rollout status and never written: watched into the cache (so a recheck reads
+ * them without a request), they wake no deployment — their workloads' status changes do.
+ */
+export const OBSERVED_KINDS = ['Pod'] as const;

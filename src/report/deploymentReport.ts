@@ -6,7 +6,7 @@ import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts'
 import { ANNOTATION_STATUS } from '../objects/ownership.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { Reason, RolloutStatus } from './rolloutStatus.ts';
-import { nextStatusAnnotation } from './statusAnnotation.ts';
+import { nextStatusAnnotation, parseStatusAnnotation } from './statusAnnotation.ts';
 import type { StatusReporter } from './statusReporter.ts';
 
 /** Where the status annotation lives, read and written through the reconciler's own client. */
@@ -41,6 +41,8 @@ export class DeploymentReport {
   readonly #deployed = new Set<string>();
   /** The revision each DEPLOYING deployment is rolling out, to keep its start across messages. */
   readonly #deployingRevision = new Map<string, string>();
+  /** The last transition told in the cluster (Event, annotation), per deployment. */
+  readonly #told = new Map<string, string>();
 
   constructor(options: DeploymentReportOptions) {
     this.#o = options;
@@ -95,6 +97,24 @@ export class DeploymentReport {
       'rollout status',
     );
     if (!main) return;
+    // The cluster hears of transitions (revision, status, reason), not of each step of progress
+    // (`1 of 3 replicas ready`, `2 of 3`): the control plane has those, `status` computes them
+    // live, and an Event and an annotation write per step cost a rollout of many deployments
+    // most of its API requests. A failure's message is its explanation: each one is told.
+    const transition = transitionKey(revisionId, status.revisionStatus, status.reason, status.message);
+    if (this.#told.get(deploymentId) === transition) return;
+    this.#told.set(deploymentId, transition);
+    // The annotation records what the cluster was told: after a restart, a transition it already
+    // holds is not told again (no Event per deployment at each start).
+    const annotated =
+      report.annotated && (await this.#o.objects.read(report.annotated).catch(() => undefined));
+    const previous = annotated ? annotated.metadata.annotations[ANNOTATION_STATUS] : undefined;
+    const before = parseStatusAnnotation(previous);
+    if (
+      before &&
+      transitionKey(before.revisionId, before.status, before.reason, before.message) === transition
+    )
+      return;
     await this.#o.events.record(main, {
       type: status.revisionStatus === 'DEPLOY_FAILED' ? 'Warning' : 'Normal',
       reason:
@@ -105,13 +125,14 @@ export class DeploymentReport {
             : 'RollingOut',
       note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
     });
-    if (report.annotated) await this.#annotate(report.annotated, report, log);
+    if (report.annotated) await this.#annotate(report.annotated, previous, report, log);
   }
 
   /** The deployment and its objects are gone: say so, and forget it. */
   deleted(deploymentId: string): void {
     this.#o.reporter.record({ deployment_id: deploymentId, deleted: true, message: 'resources removed' });
     this.#statuses.delete(deploymentId);
+    this.#told.delete(deploymentId);
     this.#trackDeploying(deploymentId, undefined, undefined);
     for (const key of this.#deployed) if (key.startsWith(`${deploymentId}/`)) this.#deployed.delete(key);
     this.#updateStatusGauge();
@@ -122,14 +143,18 @@ export class DeploymentReport {
    * on any annotation change, which would restart the very rollout reported on. A failure to
    * write it is logged, not fatal: the control plane has the status already.
    */
-  async #annotate(ref: ObjectRef, report: DeploymentStatus, log: Logger): Promise<void> {
+  async #annotate(
+    ref: ObjectRef,
+    previous: string | undefined,
+    report: DeploymentStatus,
+    log: Logger,
+  ): Promise<void> {
     const { status, revisionId } = report;
     try {
       // `since` (the last transition, for `k8s-listener status`) survives restarts: it is kept
       // from the previous annotation unless the revision or its status changed.
-      const previous = await this.#o.objects.read(ref).catch(() => undefined);
       const annotation = nextStatusAnnotation(
-        previous?.metadata.annotations[ANNOTATION_STATUS],
+        previous,
         { revisionId, status: status.revisionStatus, reason: status.reason, message: status.message },
         new Date(),
       );
@@ -160,4 +185,14 @@ export class DeploymentReport {
     for (const [status, count] of Object.entries(counts))
       this.#o.metrics.deploymentsByStatus.set({ status }, count);
   }
+}
+
+/** What the cluster is told of a status: its revision, status and reason, and a failure's message. */
+function transitionKey(
+  revisionId: string | undefined,
+  status: string,
+  reason: string | undefined,
+  message: string | undefined,
+): string {
+  return JSON.stringify([revisionId ?? '', status, reason ?? '', status === 'DEPLOY_FAILED' ? message : '']);
 }

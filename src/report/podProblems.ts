@@ -1,6 +1,7 @@
 // What is wrong with a pod, read from the few status fields that say so: a container waiting with
 // a reason (back-offs, config errors) or the scheduler's PodScheduled=False condition.
 import { z } from 'zod';
+import type { LiveKubeObject } from '../kube/index.ts';
 import type { PodProblem } from './rolloutStatus.ts';
 
 const ContainerStatus = z.looseObject({
@@ -46,6 +47,36 @@ export function podProblemReasons(pod: unknown): string[] {
     if (reason) reasons.push(reason);
   }
   return [...new Set(reasons)];
+}
+
+/**
+ * A pod cut to what `podProblemReasons` reads and the cache indexes (identity, labels, phase, the
+ * PodScheduled condition, each container's waiting reason): the watch cache holds every pod of
+ * the listener, and a whole pod is some ten times the size.
+ */
+export function podSummary(pod: LiveKubeObject): LiveKubeObject {
+  const { name, namespace, uid, resourceVersion, labels } = pod.metadata;
+  const where = namespace === undefined ? {} : { namespace };
+  const parsed = PodStatusFields.safeParse(pod);
+  const status = parsed.success ? parsed.data.status : undefined;
+  const containers = (statuses: z.infer<typeof ContainerStatus>[] | undefined) =>
+    statuses?.map((c) => ({
+      name: c.name,
+      state: c.state?.waiting ? { waiting: { reason: c.state.waiting.reason } } : {},
+    }));
+  return {
+    apiVersion: pod.apiVersion,
+    kind: pod.kind,
+    metadata: { name, ...where, uid, resourceVersion, labels, annotations: {} },
+    status: {
+      phase: status?.phase,
+      conditions: status?.conditions
+        ?.filter((c) => c.type === 'PodScheduled')
+        .map((c) => ({ type: c.type, status: c.status, reason: c.reason })),
+      initContainerStatuses: containers(status?.initContainerStatuses),
+      containerStatuses: containers(status?.containerStatuses),
+    },
+  };
 }
 
 /** The identity of a pod as the tracker needs it. */

@@ -121,8 +121,9 @@ describe('the API server stopped mid-sync', () => {
   }, 240_000);
 });
 
-/** Kinds the agent watches in this test (no ingress class: no Ingress). */
+/** Kinds the agent watches in this test (no ingress class: no Ingress), and the pods of its workloads. */
 const WATCHED: readonly string[] = [
+  'Pod',
   'Deployment',
   'StatefulSet',
   'Service',

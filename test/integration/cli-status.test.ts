@@ -383,7 +383,7 @@ describe('k8s-listener status', () => {
     }
   });
 
-  it('keeps the transition time across an agent restart that changes nothing', async () => {
+  it('keeps the transition time across an agent restart that changes nothing, and tells nothing again', async () => {
     const annotationOf = async () =>
       (await world.kube.core.readNamespacedConfigMap({ name: `k8s-listener-inv-${web.id}`, namespace: ns }))
         .metadata?.annotations?.['k8s-listener.io/status'];
@@ -391,11 +391,18 @@ describe('k8s-listener status', () => {
     expect(JSON.parse(before ?? '{}')).toMatchObject({ status: 'DEPLOYED', since: expect.any(String) });
     await agent.stop();
     agent = await startAgent(world, agentOptions());
-    // The new agent reports afresh (its memory is empty): the annotation's patch is its proof.
+    // The new agent reports afresh (its memory is empty)...
     await eventually('the new agent reported web', async () =>
-      (agent.kube?.requestCounts({ kind: 'ConfigMap' }).patch ?? 0) > 0 ? true : undefined,
+      (await agent.metrics.deploymentsByStatus.get()).values.find((v) => v.labels.status === 'DEPLOYED')
+        ?.value === 1
+        ? true
+        : undefined,
     );
+    // ...but the cluster was told already: the annotation records it, so neither it nor an Event
+    // is written again.
     expect(await annotationOf()).toBe(before);
+    expect(agent.kube?.requestCounts({ kind: 'ConfigMap' }).patch ?? 0).toBe(0);
+    expect(agent.kube?.requestCounts({ kind: 'Event' }).create ?? 0).toBe(0);
   });
 
   it('drifted by hand (the agent down): DRIFTED naming the field or the deleted object, exit 3; the agent restores it, exit 0', async () => {

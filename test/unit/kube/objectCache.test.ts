@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { LiveKubeObject } from '../../../src/kube/kubeClient.ts';
 import { ObjectCache } from '../../../src/kube/objectCache.ts';
 
-function service(resourceVersion: string, uid = 'u1', extra: Record<string, unknown> = {}): LiveKubeObject {
+function service(
+  resourceVersion: string,
+  uid = 'u1',
+  extra: Record<string, unknown> = {},
+  labels: Record<string, string> = {},
+): LiveKubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -11,7 +16,7 @@ function service(resourceVersion: string, uid = 'u1', extra: Record<string, unkn
       namespace: 'apps',
       uid,
       resourceVersion,
-      labels: {},
+      labels,
       annotations: {},
       managedFields: [{ manager: 'k8s-listener' }],
     },
@@ -23,7 +28,7 @@ const ref = { apiVersion: 'v1', kind: 'Service', namespace: 'apps', name: 'web' 
 
 describe('ObjectCache', () => {
   it('holds what the watch saw, by reference, without managed fields', () => {
-    const cache = new ObjectCache();
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
     expect(cache.get(ref)).toBeUndefined();
     cache.observe({ type: 'ADDED', object: service('10') });
     expect(cache.get(ref)?.metadata.resourceVersion).toBe('10');
@@ -33,7 +38,7 @@ describe('ObjectCache', () => {
   });
 
   it('keeps our own write when a watch event from before it arrives late', () => {
-    const cache = new ObjectCache();
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
     cache.observe({ type: 'ADDED', object: service('10') });
     cache.written(service('12', 'u1', { spec: { ports: [] } }));
     cache.observe({ type: 'MODIFIED', object: service('11') });
@@ -43,7 +48,7 @@ describe('ObjectCache', () => {
   });
 
   it('forgets a deleted object, but not one recreated since under the same name', () => {
-    const cache = new ObjectCache();
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
     cache.observe({ type: 'ADDED', object: service('10', 'old') });
     cache.written(service('20', 'new'));
     cache.observe({ type: 'DELETED', object: service('15', 'old') });
@@ -54,9 +59,57 @@ describe('ObjectCache', () => {
   });
 
   it('takes a version it cannot order as the newer one', () => {
-    const cache = new ObjectCache();
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
     cache.observe({ type: 'ADDED', object: service('20') });
     cache.observe({ type: 'MODIFIED', object: service('opaque-1') });
     expect(cache.get(ref)?.metadata.resourceVersion).toBe('opaque-1');
+  });
+
+  it('says what an event told: not the echo of our own write, nor one older than it', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    expect(cache.observe({ type: 'ADDED', object: service('10') })).toBe('changed');
+    cache.written(service('12'));
+    expect(cache.observe({ type: 'MODIFIED', object: service('12') })).toBe('none');
+    expect(cache.observe({ type: 'MODIFIED', object: service('11') })).toBe('none');
+    expect(cache.observe({ type: 'MODIFIED', object: service('13') })).toBe('changed');
+    expect(cache.observe({ type: 'DELETED', object: service('14', 'other-uid') })).toBe('none');
+    expect(cache.observe({ type: 'DELETED', object: service('14') })).toBe('changed');
+  });
+
+  it('tells a change of status alone (same generation) from a change of spec', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    const deployment = (resourceVersion: string, generation: number, uid = 'u1') =>
+      ({
+        ...service(resourceVersion, uid),
+        kind: 'Deployment',
+        metadata: { ...service(resourceVersion, uid).metadata, generation },
+      }) as LiveKubeObject;
+    cache.written(deployment('10', 1));
+    expect(cache.observe({ type: 'MODIFIED', object: deployment('11', 1) })).toBe('status');
+    expect(cache.observe({ type: 'MODIFIED', object: deployment('12', 2) })).toBe('changed');
+    // Recreated under the same name: a new object, whatever its generation.
+    expect(cache.observe({ type: 'ADDED', object: deployment('13', 2, 'u2') })).toBe('changed');
+  });
+
+  it('lists by the index label, following relabels and deletions', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    cache.observe({ type: 'ADDED', object: service('10', 'u1', {}, { deployment: 'd1' }) });
+    expect(cache.byLabel('Service', 'apps', 'd1').map((o) => o.metadata.uid)).toEqual(['u1']);
+    expect(cache.byLabel('Service', 'other', 'd1')).toEqual([]);
+    expect(cache.byLabel('Secret', 'apps', 'd1')).toEqual([]);
+    cache.observe({ type: 'MODIFIED', object: service('11', 'u1', {}, { deployment: 'd2' }) });
+    expect(cache.byLabel('Service', 'apps', 'd1')).toEqual([]);
+    expect(cache.byLabel('Service', 'apps', 'd2')).toHaveLength(1);
+    cache.observe({ type: 'DELETED', object: service('12', 'u1', {}, { deployment: 'd2' }) });
+    expect(cache.byLabel('Service', 'apps', 'd2')).toEqual([]);
+  });
+
+  it('calls a kind complete in a namespace only once its watch has listed there', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    expect(cache.isSynced('Pod', 'apps')).toBe(false);
+    cache.markSynced(['Pod', 'Service'], 'apps');
+    expect(cache.isSynced('Pod', 'apps')).toBe(true);
+    expect(cache.isSynced('Service', 'apps')).toBe(true);
+    expect(cache.isSynced('Pod', 'other')).toBe(false);
   });
 });

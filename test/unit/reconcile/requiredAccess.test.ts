@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { findResourceType, resourceTypeOf } from '../../../src/kube/resources.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { leaseAccess, namespaceAccess, qualifiedResource } from '../../../src/reconcile/requiredAccess.ts';
-import { watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
+import { OBSERVED_KINDS, watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
 import { renderDeployment } from '../../../src/render/index.ts';
 import { goldenConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
 
@@ -35,7 +35,7 @@ describe('the permissions check asks for', () => {
   });
 
   it('list and watch on exactly the kinds the agent watches', () => {
-    const watched = watchedKinds(goldenConfig).map((kind) => {
+    const watched = [...watchedKinds(goldenConfig), ...OBSERVED_KINDS].map((kind) => {
       const type = resourceTypeOf(kind);
       return type?.group === '' ? type.plural : `${type?.plural}.${type?.group}`;
     });
@@ -49,7 +49,7 @@ describe('the permissions check asks for', () => {
     ['', 'podtemplates', ['get', 'list', 'watch', 'patch', 'delete']],
     ['', 'configmaps', ['list', 'watch', 'patch', 'delete']],
     ['', 'persistentvolumeclaims', ['list', 'watch']],
-    ['', 'pods', ['list']],
+    ['', 'pods', ['list', 'watch']],
     ['events.k8s.io', 'events', ['create', 'patch']],
   ])('%s %s: %j', (group, resource, verbs) => {
     expect(verbsOf(access, group, resource)).toEqual(verbs);

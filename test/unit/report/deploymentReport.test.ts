@@ -60,7 +60,7 @@ async function setUp() {
 }
 
 describe('DeploymentReport', () => {
-  it('reports each change once: control plane, Event, annotation, gauges', async () => {
+  it('reports each change to the control plane, each transition in the cluster (Event, annotation), and the gauges', async () => {
     const { main, report, recorded, events, annotation, gauge, metrics } = await setUp();
     const send = (s: RolloutStatus) =>
       report.status({ deploymentId: 'd1', revisionId: 'r1', status: s, main, annotated }, log);
@@ -76,11 +76,54 @@ describe('DeploymentReport', () => {
     await send(status('DEPLOYING', '1 of 2 updated'));
 
     expect(recorded.map((r) => r.revision_status)).toEqual(['DEPLOYING', 'DEPLOYING', 'DEPLOYED']);
-    expect(events).toEqual(['RollingOut', 'RollingOut', 'RolloutComplete']);
+    // Progress within DEPLOYING is no transition: one RollingOut Event.
+    expect(events).toEqual(['RollingOut', 'RolloutComplete']);
     expect(await annotation()).toMatchObject({ revisionId: 'r1', status: 'DEPLOYED', message: 'available' });
     expect(await gauge('DEPLOYED')).toBe(1);
     expect(await gauge('DEPLOYING')).toBe(0);
     expect(metrics.deployingSince.has('d1')).toBe(false);
+  });
+
+  it("tells each failure's new message in the cluster, and a new revision's rollout", async () => {
+    const { main, report, events, annotation } = await setUp();
+    const send = (revisionId: string, s: RolloutStatus) =>
+      report.status({ deploymentId: 'd1', revisionId, status: s, main, annotated }, log);
+    await send('r1', status('DEPLOYING', '0 of 1 updated'));
+    await send('r1', status('DEPLOY_FAILED', 'pod web-1: CrashLoopBackOff for 2m'));
+    await send('r1', status('DEPLOY_FAILED', 'pod web-1: ImagePullBackOff for 2m'));
+    expect(await annotation()).toMatchObject({ message: 'pod web-1: ImagePullBackOff for 2m' });
+    await send('r2', status('DEPLOYING', '0 of 1 updated'));
+    await send('r2', status('DEPLOYING', '0 of 1 ready'));
+    expect(events).toEqual(['RollingOut', 'RolloutFailed', 'RolloutFailed', 'RollingOut']);
+    expect(await annotation()).toMatchObject({
+      revisionId: 'r2',
+      status: 'DEPLOYING',
+      message: '0 of 1 updated',
+    });
+  });
+
+  it('after a restart, a transition the annotation already records is not told again', async () => {
+    const first = await setUp();
+    const sent = { deploymentId: 'd1', revisionId: 'r1', main: first.main, annotated };
+    await first.report.status({ ...sent, status: status('DEPLOYED', 'available') }, log);
+    expect(first.events).toEqual(['RolloutComplete']);
+    // A new agent process: a fresh report over the same cluster.
+    const again = new DeploymentReport({
+      reporter: { record: () => true },
+      events: { record: async (_subject, details) => void first.events.push(details.reason) },
+      objects: {
+        read: (ref) => first.cluster.get(ref),
+        mergePatch: (ref, patch) => first.cluster.mergePatch(ref, patch),
+      },
+      metrics: first.metrics,
+    });
+    const annotationBefore = await first.annotation();
+    await again.status({ ...sent, status: status('DEPLOYED', 'available') }, log);
+    expect(first.events).toEqual(['RolloutComplete']);
+    expect(await first.annotation()).toEqual(annotationBefore);
+    // A new revision is told.
+    await again.status({ ...sent, revisionId: 'r2', status: status('DEPLOYING', '0 of 1 updated') }, log);
+    expect(first.events).toEqual(['RolloutComplete', 'RollingOut']);
   });
 
   it('a failure without objects is reported, with no Event and no annotation', async () => {

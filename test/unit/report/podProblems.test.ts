@@ -1,68 +1,120 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { PodProblemClock, podProblemReasons } from '../../../src/report/podProblems.ts';
+import type { LiveKubeObject } from '../../../src/kube/index.ts';
+import { PodProblemClock, podProblemReasons, podSummary } from '../../../src/report/podProblems.ts';
 
-describe('podProblemReasons', () => {
-  it.each([
-    [
-      'a pod the scheduler cannot place',
-      `
+const CASES: [string, string, string[]][] = [
+  [
+    'a pod the scheduler cannot place',
+    `
 status:
   phase: Pending
   conditions: [{ type: PodScheduled, status: "False", reason: Unschedulable, message: "0/3 nodes are available: 3 Insufficient cpu." }]`,
-      ['Unschedulable'],
-    ],
-    [
-      'a pod scheduled after all',
-      `
+    ['Unschedulable'],
+  ],
+  [
+    'a pod scheduled after all',
+    `
 status:
   phase: Running
   conditions: [{ type: PodScheduled, status: "True" }, { type: Ready, status: "True" }]`,
-      [],
-    ],
-    [
-      'a pod not yet looked at by the scheduler',
-      `
+    [],
+  ],
+  [
+    'a pod not yet looked at by the scheduler',
+    `
 status: { phase: Pending }`,
-      [],
-    ],
-    [
-      'PodScheduled=False for another reason (scheduling gated)',
-      `
+    [],
+  ],
+  [
+    'PodScheduled=False for another reason (scheduling gated)',
+    `
 status:
   phase: Pending
   conditions: [{ type: PodScheduled, status: "False", reason: SchedulingGated }]`,
-      [],
-    ],
-    [
-      'a crash-looping container and an image pull back-off in an init container',
-      `
+    [],
+  ],
+  [
+    'a crash-looping container and an image pull back-off in an init container',
+    `
 status:
   phase: Pending
   initContainerStatuses: [{ name: init, state: { waiting: { reason: ImagePullBackOff } } }]
   containerStatuses: [{ name: app, state: { waiting: { reason: CrashLoopBackOff } } }]`,
-      ['ImagePullBackOff', 'CrashLoopBackOff'],
-    ],
-    [
-      'a running container',
-      `
+    ['ImagePullBackOff', 'CrashLoopBackOff'],
+  ],
+  [
+    'a running container',
+    `
 status:
   phase: Running
   containerStatuses: [{ name: app, state: { running: { startedAt: "2026-11-22T12:00:00Z" } } }]`,
-      [],
-    ],
-    ['no status at all', `metadata: { name: p }`, []],
-    [
-      'malformed status fields are ignored, not thrown',
-      `
+    [],
+  ],
+  ['no status at all', `metadata: { name: p }`, []],
+  [
+    'malformed status fields are ignored, not thrown',
+    `
 status:
   phase: Pending
   conditions: "not a list"
   containerStatuses: [{ name: app, state: { waiting: { reason: CrashLoopBackOff } } }]`,
-      ['CrashLoopBackOff'],
-    ],
-  ])('%s', (_name, yaml, reasons) => {
+    ['CrashLoopBackOff'],
+  ],
+];
+
+describe('podProblemReasons', () => {
+  it.each(CASES)('%s', (_name, yaml, reasons) => {
     expect(podProblemReasons(parse(yaml))).toEqual(reasons);
+  });
+});
+
+describe('podSummary', () => {
+  const asPod = (yaml: string): LiveKubeObject => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    ...parse(yaml),
+    metadata: {
+      name: 'web-1',
+      namespace: 'apps',
+      uid: 'u1',
+      resourceVersion: '7',
+      labels: { 'k8s-listener.io/deployment-id': 'd1' },
+      annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-11-23T00:00:00Z' },
+      managedFields: [{ manager: 'kubelet' }],
+    },
+  });
+
+  it.each(CASES)('keeps every problem of %s', (_name, yaml, reasons) => {
+    expect(podProblemReasons(podSummary(asPod(yaml)))).toEqual(reasons);
+  });
+
+  it('keeps identity and labels, and drops the spec, annotations and everything else of the status', () => {
+    const pod = asPod(`
+spec: { containers: [{ name: app, image: registry.example.test/app:1, env: [{ name: A, value: b }] }] }
+status:
+  phase: Running
+  podIP: 10.0.0.7
+  conditions: [{ type: Ready, status: "True" }, { type: PodScheduled, status: "True", lastTransitionTime: "2026-11-23T00:00:00Z" }]
+  containerStatuses: [{ name: app, image: registry.example.test/app:1, restartCount: 3, state: { running: { startedAt: "2026-11-23T00:00:00Z" } } }]`);
+    expect(podSummary(pod)).toEqual({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'web-1',
+        namespace: 'apps',
+        uid: 'u1',
+        resourceVersion: '7',
+        labels: { 'k8s-listener.io/deployment-id': 'd1' },
+        annotations: {},
+      },
+      status: {
+        phase: 'Running',
+        conditions: [{ type: 'PodScheduled', status: 'True', reason: undefined }],
+        initContainerStatuses: undefined,
+        containerStatuses: [{ name: 'app', state: {} }],
+      },
+    });
   });
 });
 
