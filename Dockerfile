@@ -34,7 +34,10 @@ LABEL org.opencontainers.image.title="k8s-listener" \
 # npm is not needed to run the agent; removing it removes its dependencies' attack surface.
 RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
       /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack
-ENV NODE_ENV=production
+# MALLOC_ARENA_MAX: glibc gives each thread that allocates (V8's GC and compiler threads, libuv's
+# pool) an arena of its own; two are enough for one event loop, and cut the peak RSS of a
+# 1,000-deployment cold sync by 17 MiB (bench:sync, which runs the agent with this environment).
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=install --chown=0:0 /app ./
 # Numeric, so runAsNonRoot can verify it; the files stay root-owned and read-only to the agent,

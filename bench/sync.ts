@@ -220,16 +220,21 @@ function startAgentProcess(configPath: string, profileDir: string | undefined): 
     ...(flags['agent-node-options'] ?? '').split(' ').filter(Boolean),
   ];
   const command = [process.execPath, ...nodeFlags, MAIN, 'run', '--config', configPath];
+  // The image's environment (Dockerfile ENV; a unit test keeps the two the same) and the pod's.
+  const env = {
+    ...process.env,
+    NODE_ENV: 'production',
+    MALLOC_ARENA_MAX: '2',
+    POD_NAME: 'bench-agent',
+    POD_NAMESPACE: 'default',
+  };
   // In the cgroup: the shell moves itself there, then becomes the agent (same pid).
   const child = memoryCgroup
     ? spawn('sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', memoryCgroup, ...command], {
-        env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
+        env,
         stdio: ['ignore', 'pipe', 'pipe'],
       })
-    : spawn(command[0] as string, command.slice(1), {
-        env: { ...process.env, POD_NAME: 'bench-agent', POD_NAMESPACE: 'default' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+    : spawn(command[0] as string, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);

@@ -154,7 +154,7 @@ export class Reconciler {
     const previous = this.#o.inventories.get(deploymentId);
     const found = await this.#readOwned(deploymentId, objects, signal);
     await this.#recordAhead(namespace, previous, next, signal);
-    const live = await this.#apply(objects, found, logIn, signal);
+    const { live, wrote } = await this.#apply(objects, found, logIn, signal);
     if (repairOnly) return { result: 'done', detail: 'settled' };
 
     // 3. Inventory: what left the desired set, by the diff of the recorded and the new entries.
@@ -183,6 +183,7 @@ export class Reconciler {
           (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
         ),
         annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+        justApplied: wrote,
       },
       logIn,
     );
@@ -272,19 +273,26 @@ export class Reconciler {
     return found;
   }
 
-  /** The apply step: each object made as desired, in render order; the objects as live. */
+  /**
+   * The apply step: each object made as desired, in render order; the objects as live, and
+   * whether any was written.
+   */
   async #apply(
     objects: readonly KubeObject[],
     found: ReadonlyMap<string, LiveKubeObject | undefined>,
     log: Logger,
     signal: AbortSignal | undefined,
-  ): Promise<Map<string, LiveKubeObject>> {
+  ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
     const live = new Map<string, LiveKubeObject>();
+    let wrote = false;
     for (const object of objects) {
       const id = entryId(entryOf(object));
-      live.set(id, await this.#ensure(object, found.get(id), log, signal));
+      const before = found.get(id);
+      const after = await this.#ensure(object, before, log, signal);
+      wrote ||= after !== before;
+      live.set(id, after);
     }
-    return live;
+    return { live, wrote };
   }
 
   /**

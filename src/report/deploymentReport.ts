@@ -31,6 +31,8 @@ export interface DeploymentStatus {
   readonly main?: LiveKubeObject | undefined;
   /** The object that carries the status annotation (the deployment's inventory ConfigMap). */
   readonly annotated?: ObjectRef | undefined;
+  /** This reconcile wrote the deployment's objects (its rollout has only just started). */
+  readonly justApplied?: boolean | undefined;
 }
 
 export class DeploymentReport {
@@ -73,7 +75,10 @@ export class DeploymentReport {
     );
   }
 
-  /** Reports a status; only a change is reported, and a revision once DEPLOYED stays so. */
+  /**
+   * Reports a status: to the control plane each change, to the cluster each transition (see
+   * below); a revision once DEPLOYED stays so.
+   */
   async status(report: DeploymentStatus, log: Logger): Promise<void> {
     const { deploymentId, revisionId, status, main } = report;
     // Through scaling (an HPA adding replicas) a deployed revision looks as if rolling out again;
@@ -88,15 +93,19 @@ export class DeploymentReport {
       deployment_status: status.deploymentStatus ?? null,
       message: status.message,
     });
-    if (!changed) return;
-    this.#statuses.set(deploymentId, status.revisionStatus);
-    this.#updateStatusGauge();
-    this.#trackDeploying(deploymentId, revisionId, status.revisionStatus);
-    log.info(
-      { status: status.revisionStatus, reason: status.reason, message: status.message },
-      'rollout status',
-    );
+    if (changed) {
+      this.#statuses.set(deploymentId, status.revisionStatus);
+      this.#updateStatusGauge();
+      this.#trackDeploying(deploymentId, revisionId, status.revisionStatus);
+      log.info(
+        { status: status.revisionStatus, reason: status.reason, message: status.message },
+        'rollout status',
+      );
+    }
     if (!main) return;
+    // A rollout just started is told by the next look at it, if it is still rolling out then:
+    // while many deployments are being applied, the applies go first.
+    if (report.justApplied && status.revisionStatus === 'DEPLOYING') return;
     // The cluster hears of transitions (revision, status, reason), not of each step of progress
     // (`1 of 3 replicas ready`, `2 of 3`): the control plane has those, `status` computes them
     // live, and an Event and an annotation write per step cost a rollout of many deployments

@@ -62,6 +62,15 @@ describe('Dockerfile', () => {
     expect(copies.join('\n')).not.toMatch(/\bsrc\b|\.ts\b/);
   });
 
+  it('runs in production mode with two malloc arenas, the environment bench:sync gives the agent', () => {
+    const env = all(final, 'ENV').join(' ');
+    expect(env).toMatch(/\bNODE_ENV=production\b/);
+    expect(env).toMatch(/\bMALLOC_ARENA_MAX=2\b/);
+    const bench = readFileSync(`${root}bench/sync.ts`, 'utf8');
+    expect(bench).toMatch(/NODE_ENV: 'production'/);
+    expect(bench).toMatch(/MALLOC_ARENA_MAX: '2'/);
+  });
+
   it('runs as a numeric non-root user, node as PID 1 in exec form, with OCI labels', () => {
     const users = all(final, 'USER');
     expect(users).toHaveLength(1);

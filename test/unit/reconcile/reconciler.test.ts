@@ -76,6 +76,9 @@ describe('the reconciler at the edges (in memory)', () => {
     expect(cluster.names('ConfigMap')).toEqual([`ConfigMap/${NAMESPACE}/k8s-listener-inv-${deployment.id}`]);
     expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
     expect((await reported()).map((r) => r.revision_status)).toEqual(['DEPLOYING']);
+    // The rollout it just started is told in the cluster at the next look, if still rolling out.
+    expect(events).toEqual([]);
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(events).toEqual(['RollingOut']);
   });
 

@@ -102,6 +102,21 @@ describe('DeploymentReport', () => {
     });
   });
 
+  it('tells a rollout just applied at the next look, and only if it is still rolling out then', async () => {
+    const { main, report, recorded, events, annotation } = await setUp();
+    const send = (s: RolloutStatus, justApplied: boolean) =>
+      report.status({ deploymentId: 'd1', revisionId: 'r1', status: s, main, annotated, justApplied }, log);
+    await send(status('DEPLOYING', '0 of 1 updated'), true);
+    expect(recorded.map((r) => r.revision_status)).toEqual(['DEPLOYING']);
+    expect(events).toEqual([]);
+    expect(await annotation()).toBeUndefined();
+    await send(status('DEPLOYING', '0 of 1 updated'), false);
+    expect(events).toEqual(['RollingOut']);
+    // A rollout done by its next look is told done, never rolling out.
+    await send(status('DEPLOYED', 'available'), true);
+    expect(events).toEqual(['RollingOut', 'RolloutComplete']);
+  });
+
   it('after a restart, a transition the annotation already records is not told again', async () => {
     const first = await setUp();
     const sent = { deploymentId: 'd1', revisionId: 'r1', main: first.main, annotated };
