@@ -70,16 +70,19 @@ describe('podProblemReasons', () => {
 });
 
 describe('podSummary', () => {
+  const identity = {
+    name: 'web-1',
+    namespace: 'apps',
+    uid: 'u1',
+    resourceVersion: '7',
+    labels: { 'k8s-listener.io/deployment-id': 'd1' },
+  };
   const asPod = (yaml: string): LiveKubeObject => ({
     apiVersion: 'v1',
     kind: 'Pod',
     ...parse(yaml),
     metadata: {
-      name: 'web-1',
-      namespace: 'apps',
-      uid: 'u1',
-      resourceVersion: '7',
-      labels: { 'k8s-listener.io/deployment-id': 'd1' },
+      ...identity,
       annotations: { 'kubectl.kubernetes.io/restartedAt': '2026-11-23T00:00:00Z' },
       managedFields: [{ manager: 'kubelet' }],
     },
@@ -100,14 +103,7 @@ status:
     expect(podSummary(pod)).toEqual({
       apiVersion: 'v1',
       kind: 'Pod',
-      metadata: {
-        name: 'web-1',
-        namespace: 'apps',
-        uid: 'u1',
-        resourceVersion: '7',
-        labels: { 'k8s-listener.io/deployment-id': 'd1' },
-        annotations: {},
-      },
+      metadata: { ...identity, annotations: {} },
       status: {
         phase: 'Running',
         conditions: [{ type: 'PodScheduled', status: 'True', reason: undefined }],
