@@ -112,7 +112,6 @@ export class DeploymentReport {
     // most of its API requests. A failure's message is its explanation: each one is told.
     const transition = transitionKey(revisionId, status.revisionStatus, status.reason, status.message);
     if (this.#told.get(deploymentId) === transition) return;
-    this.#told.set(deploymentId, transition);
     // The annotation records what the cluster was told: after a restart, a transition it already
     // holds is not told again (no Event per deployment at each start).
     const annotated =
@@ -122,8 +121,10 @@ export class DeploymentReport {
     if (
       before &&
       transitionKey(before.revisionId, before.status, before.reason, before.message) === transition
-    )
+    ) {
+      this.#told.set(deploymentId, transition);
       return;
+    }
     await this.#o.events.record(main, {
       type: status.revisionStatus === 'DEPLOY_FAILED' ? 'Warning' : 'Normal',
       reason:
@@ -134,7 +135,9 @@ export class DeploymentReport {
             : 'RollingOut',
       note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
     });
-    if (report.annotated) await this.#annotate(report.annotated, previous, report, log);
+    // Told once the annotation holds it: a write that failed is tried again at the next look.
+    if (!report.annotated || (await this.#annotate(report.annotated, previous, report, log)))
+      this.#told.set(deploymentId, transition);
   }
 
   /** The deployment and its objects are gone: say so, and forget it. */
@@ -150,14 +153,14 @@ export class DeploymentReport {
   /**
    * On the inventory ConfigMap, not the Deployment: the API server bumps a Deployment's generation
    * on any annotation change, which would restart the very rollout reported on. A failure to
-   * write it is logged, not fatal: the control plane has the status already.
+   * write it is logged, not fatal (the control plane has the status already), and says false.
    */
   async #annotate(
     ref: ObjectRef,
     previous: string | undefined,
     report: DeploymentStatus,
     log: Logger,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const { status, revisionId } = report;
     try {
       // `since` (the last transition, for `k8s-listener status`) survives restarts: it is kept
@@ -170,8 +173,10 @@ export class DeploymentReport {
       await this.#o.objects.mergePatch(ref, {
         metadata: { annotations: { [ANNOTATION_STATUS]: annotation } },
       });
+      return true;
     } catch (error) {
       log.warn({ err: error }, 'could not write the status annotation');
+      return false;
     }
   }
 

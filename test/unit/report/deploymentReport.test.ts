@@ -180,6 +180,17 @@ describe('DeploymentReport', () => {
       log,
     );
     expect(recorded.map((r) => r.revision_status)).toEqual(['DEPLOYED']);
+    // Not told, so told again at the next look, once the write goes through.
+    cluster.before = () => undefined;
+    await report.status(
+      { deploymentId: 'd1', revisionId: 'r1', status: status('DEPLOYED', 'ok'), main, annotated },
+      log,
+    );
+    expect(
+      parseStatusAnnotation((await cluster.get(annotated))?.metadata.annotations[ANNOTATION_STATUS]),
+    ).toMatchObject({
+      status: 'DEPLOYED',
+    });
   });
 
   it('a deleted deployment is reported deleted and leaves the gauges', async () => {
