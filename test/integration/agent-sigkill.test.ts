@@ -47,7 +47,13 @@ const processes: AgentProcess[] = [];
 beforeAll(async () => {
   world = await startWorld(inject('kubeconfigPath'));
   leaseName = `lease-${world.namespaces[0]}`;
-  configPath = await writeAgentConfig(world, { leaseName, reconcile: { concurrency: 8 } });
+  // A database pod waits Unschedulable until its volume is bound, which under a loaded CI machine
+  // outlasted the harness's 3 s failure grace once (a true DEPLOY_FAILED, but not what this test
+  // is about): the grace here is long enough for any provisioner of the local cluster.
+  configPath = await writeAgentConfig(world, {
+    leaseName,
+    reconcile: { concurrency: 8, failureGraceMs: 30_000 },
+  });
 });
 afterAll(async () => {
   for (const agent of processes) {
