@@ -47,7 +47,7 @@ export class ObjectCache implements ObjectReader {
 
   /** The objects of a kind in a namespace whose index label has this value. */
   byLabel(kind: string, namespace: string, value: string): LiveKubeObject[] {
-    const keys = this.#index.get(`${kind}/${namespace}/${value}`);
+    const keys = this.#index.get(indexKeyOf(kind, namespace, value));
     if (!keys) return [];
     return [...keys].flatMap((key) => this.#objects.get(key) ?? []);
   }
@@ -96,14 +96,18 @@ export class ObjectCache implements ObjectReader {
     const { managedFields: _managedFields, ...metadata } = object.metadata;
     const stored = { ...object, metadata } as LiveKubeObject;
     this.#objects.set(key, stored);
-    const value = metadata.labels[this.#indexLabel];
-    if (value !== undefined) {
-      const indexKey = `${object.kind}/${metadata.namespace ?? ''}/${value}`;
+    const indexKey = this.#indexKeyOf(stored);
+    if (indexKey !== undefined) {
       const keys = this.#index.get(indexKey) ?? new Set<string>();
       keys.add(key);
       this.#index.set(indexKey, keys);
     }
     return true;
+  }
+
+  #indexKeyOf(object: LiveKubeObject): string | undefined {
+    const value = object.metadata.labels[this.#indexLabel];
+    return value === undefined ? undefined : indexKeyOf(object.kind, object.metadata.namespace ?? '', value);
   }
 
   #drop(key: string): void {
@@ -114,13 +118,16 @@ export class ObjectCache implements ObjectReader {
   }
 
   #unindex(key: string, object: LiveKubeObject): void {
-    const value = object.metadata.labels[this.#indexLabel];
-    if (value === undefined) return;
-    const indexKey = `${object.kind}/${object.metadata.namespace ?? ''}/${value}`;
+    const indexKey = this.#indexKeyOf(object);
+    if (indexKey === undefined) return;
     const keys = this.#index.get(indexKey);
     keys?.delete(key);
     if (keys?.size === 0) this.#index.delete(indexKey);
   }
+}
+
+function indexKeyOf(kind: string, namespace: string, value: string): string {
+  return `${kind}/${namespace}/${value}`;
 }
 
 function keyOf(kind: string, namespace: string | undefined, name: string): string {

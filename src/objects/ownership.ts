@@ -13,6 +13,11 @@ export const LABEL_INSTANCE = 'app.kubernetes.io/instance';
 export const LABEL_LISTENER_ID = `${PREFIX}/listener-id`;
 export const LABEL_DEPLOYMENT_ID = `${PREFIX}/deployment-id`;
 
+/** The label selector of one deployment's objects (and pods, and claims) under one listener. */
+export function deploymentSelector(listenerId: string, deploymentId: string): string {
+  return `${LABEL_LISTENER_ID}=${listenerId},${LABEL_DEPLOYMENT_ID}=${deploymentId}`;
+}
+
 export const ANNOTATION_REVISION_ID = `${PREFIX}/revision-id`;
 export const ANNOTATION_SPEC_HASH = `${PREFIX}/spec-hash`;
 /** On pod templates: a hash of the Secrets the pods read, so a changed Secret rolls them. */

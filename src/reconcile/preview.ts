@@ -10,7 +10,7 @@ import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
-  LABEL_DEPLOYMENT_ID,
+  deploymentSelector,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
 import { type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
@@ -219,7 +219,7 @@ async function deletionPreview(
       if (!options.reconcileConfig.prune.keepDatabaseVolumes) {
         const claims = await options.kube.list('PersistentVolumeClaim', {
           namespace,
-          labelSelector: `${LABEL_LISTENER_ID}=${options.listener.id},${LABEL_DEPLOYMENT_ID}=${id}`,
+          labelSelector: deploymentSelector(options.listener.id, id),
           signal: options.signal,
         });
         lives.push(...claims);

@@ -20,6 +20,7 @@ import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
+  deploymentSelector,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
@@ -417,7 +418,7 @@ export class Reconciler {
       if (!this.#o.config.prune.keepDatabaseVolumes) {
         const claims = await this.#o.kube.list('PersistentVolumeClaim', {
           namespace,
-          labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+          labelSelector: deploymentSelector(this.#listenerId(), deploymentId),
           signal,
         });
         for (const claim of claims) await this.#prune(entryOf(claim), deploymentId, log, signal);
@@ -488,7 +489,7 @@ export class Reconciler {
     if (cache?.isSynced(kind, namespace)) return cache.byLabel(kind, namespace, deploymentId);
     return this.#o.kube.list(kind, {
       namespace,
-      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId()},${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+      labelSelector: deploymentSelector(this.#listenerId(), deploymentId),
       signal,
     });
   }
