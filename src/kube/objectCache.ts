@@ -4,7 +4,13 @@
 // by reference is not proof of absence (an object of the same name made by someone else is not
 // watched): callers fall back to a GET. A listing is complete only once that kind's watch in that
 // namespace has listed (`isSynced`); before that, callers list from the API server.
+//
+// Memory: an object's body (pod template, Secret data; objects/body.ts) is kept only until a
+// reconcile has found it to hold every field the agent sets (`checked`); then the cache holds the
+// object without it (`isSlim`) and a digest of it, and later versions with the same body (a
+// workload's status updates) are held slim too. A changed body is held whole until checked again.
 
+import { bodyDigest, withoutBody } from '../objects/body.ts';
 import type { LiveKubeObject } from './kubeClient.ts';
 import type { ObjectRef } from './resources.ts';
 import type { OwnedObjectEvent } from './watch.ts';
@@ -32,6 +38,10 @@ export class ObjectCache implements ObjectReader {
   readonly #index = new Map<string, Set<string>>();
   /** `kind/namespace` pairs whose watch has listed once. */
   readonly #synced = new Set<string>();
+  /** Digest of the body found to hold our fields, by object key: held slim while it is unchanged. */
+  readonly #checkedBodies = new Map<string, string>();
+  /** The slim objects this cache made (their body dropped after a check). */
+  readonly #slim = new WeakSet<LiveKubeObject>();
 
   constructor(options: ObjectCacheOptions) {
     this.#indexLabel = options.indexLabel;
@@ -85,6 +95,28 @@ export class ObjectCache implements ObjectReader {
     this.#store(keyOf(object.kind, object.metadata.namespace, object.metadata.name), object);
   }
 
+  /**
+   * A reconcile found `object` (as this cache or a write gave it) to hold every field the agent
+   * sets: the cache keeps it without its body from now on, while that body is unchanged. Ignored
+   * when the cache holds another version by now.
+   */
+  checked(object: LiveKubeObject): void {
+    const key = keyOf(object.kind, object.metadata.namespace, object.metadata.name);
+    const held = this.#objects.get(key);
+    if (!held || this.#slim.has(held)) return;
+    const { uid, resourceVersion } = object.metadata;
+    if (held.metadata.uid !== uid || held.metadata.resourceVersion !== resourceVersion) return;
+    const digest = bodyDigest(held);
+    if (digest === undefined) return;
+    this.#checkedBodies.set(key, digest);
+    this.#hold(key, held);
+  }
+
+  /** Whether `object` is held without its body, which was found to hold every field of ours. */
+  isSlim(object: LiveKubeObject): boolean {
+    return this.#slim.has(object);
+  }
+
   #store(key: string, object: LiveKubeObject): boolean {
     const held = this.#objects.get(key);
     if (held && held.metadata.uid === object.metadata.uid) {
@@ -95,7 +127,18 @@ export class ObjectCache implements ObjectReader {
     if (held) this.#unindex(key, held);
     const { managedFields: _managedFields, ...metadata } = object.metadata;
     const stored = { ...object, metadata } as LiveKubeObject;
-    this.#objects.set(key, stored);
+    // The same body as checked (another uid cannot have it: checked anew): held slim again.
+    const checkedBody = this.#checkedBodies.get(key);
+    if (
+      checkedBody !== undefined &&
+      held?.metadata.uid === object.metadata.uid &&
+      bodyDigest(stored) === checkedBody
+    )
+      this.#hold(key, stored);
+    else {
+      this.#checkedBodies.delete(key);
+      this.#objects.set(key, stored);
+    }
     const indexKey = this.#indexKeyOf(stored);
     if (indexKey !== undefined) {
       const keys = this.#index.get(indexKey) ?? new Set<string>();
@@ -103,6 +146,13 @@ export class ObjectCache implements ObjectReader {
       this.#index.set(indexKey, keys);
     }
     return true;
+  }
+
+  /** Holds `object` without its body (the index keys stay: labels are kept). */
+  #hold(key: string, object: LiveKubeObject): void {
+    const slim = withoutBody(object);
+    this.#slim.add(slim);
+    this.#objects.set(key, slim);
   }
 
   #indexKeyOf(object: LiveKubeObject): string | undefined {
@@ -115,6 +165,7 @@ export class ObjectCache implements ObjectReader {
     if (!held) return;
     this.#unindex(key, held);
     this.#objects.delete(key);
+    this.#checkedBodies.delete(key);
   }
 
   #unindex(key: string, object: LiveKubeObject): void {

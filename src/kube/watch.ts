@@ -287,10 +287,18 @@ export class OwnedObjectWatcher {
   }
 }
 
-/** What a relist needs to remember of an object: identity and metadata, not its spec or data. */
-function skeleton(object: LiveKubeObject): LiveKubeObject {
-  const { managedFields: _managedFields, ...metadata } = object.metadata;
-  return { apiVersion: object.apiVersion, kind: object.kind, metadata };
+/**
+ * An object's identity, version and labels, nothing else: what a relist remembers of it (and, for
+ * a deletion it missed, hands to the handler). Labels are shared with the object, not copied.
+ */
+export function skeleton(object: LiveKubeObject): LiveKubeObject {
+  const { name, namespace, uid, resourceVersion, labels } = object.metadata;
+  const metadata = { name, uid, resourceVersion, labels, annotations: {} };
+  return {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: namespace === undefined ? metadata : { ...metadata, namespace },
+  };
 }
 
 function kindName(kind: ManagedKind | KindRef): string {

@@ -15,6 +15,7 @@ import {
   refOf,
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
+import { withoutBody } from '../objects/body.ts';
 import { secretData } from '../objects/fields.ts';
 import {
   ANNOTATION_CREATE_ONLY,
@@ -68,7 +69,7 @@ export interface ReconcilerOptions {
    * deployment's claims and pods come from it once their watch has listed. Absent (`diff`,
    * tests), every read is a request.
    */
-  readonly cache?: Pick<ObjectCache, 'get' | 'written' | 'byLabel' | 'isSynced'>;
+  readonly cache?: Pick<ObjectCache, 'get' | 'written' | 'byLabel' | 'isSynced' | 'checked' | 'isSlim'>;
 }
 
 const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
@@ -276,7 +277,8 @@ export class Reconciler {
 
   /**
    * The apply step: each object made as desired, in render order; the objects as live, and
-   * whether any was written.
+   * whether any was written. One log line names what is written and why (a cold sync of many
+   * deployments would otherwise log a line per object).
    */
   async #apply(
     objects: readonly KubeObject[],
@@ -284,16 +286,27 @@ export class Reconciler {
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
-    const live = new Map<string, LiveKubeObject>();
-    let wrote = false;
-    for (const object of objects) {
+    const slim = (live: LiveKubeObject) => this.#o.cache?.isSlim(live) ?? false;
+    const steps = objects.map((object) => {
       const id = entryId(entryOf(object));
       const before = found.get(id);
-      const after = await this.#ensure(object, before, log, signal);
-      wrote ||= after !== before;
-      live.set(id, after);
+      return { object, id, before, why: whyWrite(object, before, slim) };
+    });
+    const writes = steps.filter((step) => step.why !== undefined);
+    if (writes.length > 0) {
+      log.info(
+        { objects: writes.map(({ object, why }) => `${object.kind}/${object.metadata.name}: ${why}`) },
+        'applying',
+      );
     }
-    return { live, wrote };
+    const live = new Map<string, LiveKubeObject>();
+    for (const { object, id, before, why } of steps) {
+      const after = why === undefined && before ? before : await this.#write(object, before, why, signal);
+      live.set(id, after);
+      // Found (or written) holding every field we set: the cache need not keep its body.
+      if (why === undefined || whyWrite(object, after, slim) === undefined) this.#o.cache?.checked(after);
+    }
+    return { live, wrote: writes.length > 0 };
   }
 
   /**
@@ -331,39 +344,26 @@ export class Reconciler {
     return { result: 'terminal', error: terminal };
   }
 
-  /**
-   * Makes one object as desired, from `live` as #readOwned found it (owned, or missing); returns
-   * it live. Writes only when missing or drifted.
-   */
-  async #ensure(
+  /** Writes one object that #apply found missing or not as desired; returns it live. */
+  async #write(
     object: KubeObject,
     live: LiveKubeObject | undefined,
-    log: Logger,
-    signal?: AbortSignal,
+    why: string | undefined,
+    signal: AbortSignal | undefined,
   ): Promise<LiveKubeObject> {
-    const ref = refOf(object);
-    if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') {
-      return live ?? this.#written(await this.#o.kube.create(withGeneratedKeys(object), { signal }));
-    }
-    const drift = live ? driftPath(object, live) : 'missing';
-    const sameSpec =
-      live?.metadata.annotations[ANNOTATION_SPEC_HASH] === object.metadata.annotations[ANNOTATION_SPEC_HASH];
-    if (live && sameSpec && !drift) return live;
-    log.info(
-      { object: `${object.kind}/${ref.namespace}/${ref.name}`, drift: drift ?? 'spec changed' },
-      'applying',
-    );
+    if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true')
+      return this.#written(await this.#o.kube.create(withGeneratedKeys(object), { signal }));
     // Forced: the fields we set are ours (a hand edit of one is drift we undo); fields we do not
     // set stay with their managers, since an apply only claims what it contains.
     const applied = this.#written(await this.#o.kube.apply(object, { force: true, signal }));
     this.#o.metrics.objectsApplied.inc({ kind: object.kind });
     // Our spec did not change, the object did: someone else edited a field we set. Say which
     // field on the object (its path, never a value); the recorder folds repeats into one Event.
-    if (live && sameSpec && drift) {
+    if (live && why !== SPEC_CHANGED) {
       await this.#o.events.record(applied, {
         type: 'Warning',
         reason: 'DriftCorrected',
-        note: `${drift} was changed outside the agent and is restored; fields the agent does not set are kept`,
+        note: `${why} was changed outside the agent and is restored; fields the agent does not set are kept`,
         action: 'Apply',
       });
     }
@@ -526,6 +526,26 @@ function sameEntries(a: readonly InventoryEntry[], b: readonly InventoryEntry[])
   if (a.length !== b.length) return false;
   const ids = new Set(a.map(entryId));
   return b.every((entry) => ids.has(entryId(entry)));
+}
+
+const SPEC_CHANGED = 'spec changed';
+
+/**
+ * Why an object must be written, or undefined when it is as desired: 'missing', 'spec changed'
+ * (our render of it changed), or the path of the first field of ours that someone else changed.
+ * A create-only object is written only when missing. A slim object's body was found to hold our
+ * fields and is unchanged since (objects/body.ts): the rest of it is compared.
+ */
+function whyWrite(
+  object: KubeObject,
+  live: LiveKubeObject | undefined,
+  isSlim: (live: LiveKubeObject) => boolean,
+): string | undefined {
+  if (!live) return 'missing';
+  if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') return undefined;
+  if (live.metadata.annotations[ANNOTATION_SPEC_HASH] !== object.metadata.annotations[ANNOTATION_SPEC_HASH])
+    return SPEC_CHANGED;
+  return driftPath(isSlim(live) ? withoutBody(object) : object, live);
 }
 
 /** Fills the generated keys of a create-only Secret with random values; the values stay in the cluster. */

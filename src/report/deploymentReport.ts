@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { ANNOTATION_STATUS } from '../objects/ownership.ts';
 import type { AgentMetrics } from './metrics.ts';
-import type { Reason, RolloutStatus } from './rolloutStatus.ts';
+import { isRoutineProgress, type Reason, type RolloutStatus } from './rolloutStatus.ts';
 import { nextStatusAnnotation, parseStatusAnnotation } from './statusAnnotation.ts';
 import type { StatusReporter } from './statusReporter.ts';
 
@@ -93,11 +93,14 @@ export class DeploymentReport {
       deployment_status: status.deploymentStatus ?? null,
       message: status.message,
     });
+    const transition = transitionKey(revisionId, status.revisionStatus, status.reason, status.message);
     if (changed) {
       this.#statuses.set(deploymentId, status.revisionStatus);
       this.#updateStatusGauge();
       this.#trackDeploying(deploymentId, revisionId, status.revisionStatus);
-      log.info(
+      // Transitions at info, as in the cluster; each step of progress at debug.
+      const level = this.#told.get(deploymentId) === transition ? 'debug' : 'info';
+      log[level](
         { status: status.revisionStatus, reason: status.reason, message: status.message },
         'rollout status',
       );
@@ -106,11 +109,11 @@ export class DeploymentReport {
     // A rollout just started is told by the next look at it, if it is still rolling out then:
     // while many deployments are being applied, the applies go first.
     if (report.justApplied && status.revisionStatus === 'DEPLOYING') return;
-    // The cluster hears of transitions (revision, status, reason), not of each step of progress
-    // (`1 of 3 replicas ready`, `2 of 3`): the control plane has those, `status` computes them
-    // live, and an Event and an annotation write per step cost a rollout of many deployments
-    // most of its API requests. A failure's message is its explanation: each one is told.
-    const transition = transitionKey(revisionId, status.revisionStatus, status.reason, status.message);
+    // The cluster hears of transitions (revision, status, a warning sign's reason), not of each
+    // step of progress (`CreatingReplicas`, `1 of 3 replicas ready`, `WaitingForAvailable`): the
+    // control plane has those, `status` computes them live, and an Event and an annotation write
+    // per step cost a rollout of many deployments most of its API requests (two of each per
+    // deployment in a cold sync, before). A failure's message is its explanation: each is told.
     if (this.#told.get(deploymentId) === transition) return;
     // The annotation records what the cluster was told: after a restart, a transition it already
     // holds is not told again (no Event per deployment at each start).
@@ -208,5 +211,6 @@ function transitionKey(
   reason: string | undefined,
   message: string | undefined,
 ): string {
-  return JSON.stringify([revisionId ?? '', status, reason ?? '', status === 'DEPLOY_FAILED' ? message : '']);
+  const told = reason === undefined || isRoutineProgress(reason) ? '' : reason;
+  return JSON.stringify([revisionId ?? '', status, told, status === 'DEPLOY_FAILED' ? message : '']);
 }

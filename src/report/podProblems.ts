@@ -1,7 +1,7 @@
 // What is wrong with a pod, read from the few status fields that say so: a container waiting with
 // a reason (back-offs, config errors) or the scheduler's PodScheduled=False condition.
 import { z } from 'zod';
-import type { LiveKubeObject } from '../kube/index.ts';
+import { type LiveKubeObject, skeleton } from '../kube/index.ts';
 import type { PodProblem } from './rolloutStatus.ts';
 
 const ContainerStatus = z.looseObject({
@@ -55,8 +55,6 @@ export function podProblemReasons(pod: unknown): string[] {
  * the listener, and a whole pod is some ten times the size.
  */
 export function podSummary(pod: LiveKubeObject): LiveKubeObject {
-  const { name, namespace, uid, resourceVersion, labels } = pod.metadata;
-  const where = namespace === undefined ? {} : { namespace };
   const parsed = PodStatusFields.safeParse(pod);
   const status = parsed.success ? parsed.data.status : undefined;
   const containers = (statuses: z.infer<typeof ContainerStatus>[] | undefined) =>
@@ -65,9 +63,7 @@ export function podSummary(pod: LiveKubeObject): LiveKubeObject {
       state: c.state?.waiting ? { waiting: { reason: c.state.waiting.reason } } : {},
     }));
   return {
-    apiVersion: pod.apiVersion,
-    kind: pod.kind,
-    metadata: { name, ...where, uid, resourceVersion, labels, annotations: {} },
+    ...skeleton(pod),
     status: {
       phase: status?.phase,
       conditions: status?.conditions

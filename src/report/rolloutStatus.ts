@@ -34,6 +34,29 @@ export const Reason = {
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
+/**
+ * The ordinary steps of a rollout (replicas created, updated, ready; a spec not yet observed; a
+ * claim binding; a cluster IP coming): progress, not news. A reason outside this set while
+ * DEPLOYING is a warning sign (pods that cannot be created, a scaler that cannot scale).
+ */
+const ROUTINE_PROGRESS: ReadonlySet<string> = new Set<string>([
+  Reason.NotObserved,
+  Reason.CreatingReplicas,
+  Reason.UpdatingReplicas,
+  Reason.ExtraPods,
+  Reason.NotAvailable,
+  Reason.WaitingForAvailable,
+  Reason.WaitingForReady,
+  Reason.UpdateRevisionPending,
+  Reason.PartitionRollout,
+  Reason.NoIpAssigned,
+  Reason.ClaimPending,
+]);
+
+export function isRoutineProgress(reason: string): boolean {
+  return ROUTINE_PROGRESS.has(reason);
+}
+
 export interface ObjectStatusResult {
   readonly status: ObjectStatus;
   readonly reason: Reason;

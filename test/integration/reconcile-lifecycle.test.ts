@@ -4,7 +4,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../src/manager/agent.ts';
-import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
+import {
+  AGENT_NAME,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../../src/objects/ownership.ts';
 import { eventually } from '../support/adminKube.ts';
 import {
   app,
@@ -169,6 +174,41 @@ describe('reconciling deployments', () => {
     await eventually('image restored', async () =>
       (await image('web')) === 'nginx:1.27' ? true : undefined,
     );
+  });
+
+  // Settled objects are held in the watch cache without their body (pod template, data) once
+  // checked: an edit of a field kept (replicas, a label) or of the body must still be repaired.
+  it('restores hand edits of settled objects: replicas, a label it sets, Secret data', async () => {
+    await world.kube.apps.patchNamespacedDeployment({
+      name: 'web',
+      namespace: ns,
+      body: [
+        { op: 'replace', path: '/spec/replicas', value: 5 },
+        {
+          op: 'replace',
+          path: `/metadata/labels/${LABEL_MANAGED_BY.replace('/', '~1')}`,
+          value: 'someone-else',
+        },
+      ],
+    });
+    const before = await world.kube.core.readNamespacedSecret({ name: 'web-secrets', namespace: ns });
+    await world.kube.core.patchNamespacedSecret({
+      name: 'web-secrets',
+      namespace: ns,
+      body: [
+        { op: 'replace', path: '/data/API_TOKEN', value: Buffer.from('hand-edited').toString('base64') },
+      ],
+    });
+    await eventually('replicas and label restored', async () => {
+      const live = await world.kube.apps.readNamespacedDeployment({ name: 'web', namespace: ns });
+      return live.spec?.replicas === 3 && live.metadata?.labels?.[LABEL_MANAGED_BY] === AGENT_NAME
+        ? true
+        : undefined;
+    });
+    await eventually('Secret data restored', async () => {
+      const live = await world.kube.core.readNamespacedSecret({ name: 'web-secrets', namespace: ns });
+      return live.data?.API_TOKEN === before.data?.API_TOKEN ? true : undefined;
+    });
   });
 
   it('leaves alone an object with similar labels but another listener id', async () => {

@@ -104,6 +104,61 @@ describe('ObjectCache', () => {
     expect(cache.byLabel('Service', 'apps', 'd2')).toEqual([]);
   });
 
+  it('drops a body found to hold our fields, while later versions keep the same body', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    const template = { spec: { containers: [{ name: 'app', image: 'web:1' }] } };
+    const deployment = (resourceVersion: string, image = 'web:1', ready = 0) =>
+      ({
+        ...service(resourceVersion),
+        kind: 'Deployment',
+        spec: { replicas: 2, template: { ...template, spec: { containers: [{ name: 'app', image }] } } },
+        status: { readyReplicas: ready },
+      }) as unknown as LiveKubeObject;
+    cache.observe({ type: 'ADDED', object: deployment('10') });
+    const whole = cache.get({ ...ref, kind: 'Deployment' });
+    expect(whole && cache.isSlim(whole)).toBe(false);
+    // A check of an older version than the one held is ignored.
+    cache.checked(deployment('9'));
+    expect(cache.get({ ...ref, kind: 'Deployment' })).toHaveProperty('spec.template');
+    if (whole) cache.checked(whole);
+    const slim = cache.get({ ...ref, kind: 'Deployment' });
+    expect(slim && cache.isSlim(slim)).toBe(true);
+    expect(slim).not.toHaveProperty('spec.template');
+    expect(slim).toMatchObject({ spec: { replicas: 2 }, status: { readyReplicas: 0 } });
+
+    // Status updates carry the same body: still held slim, with the new status.
+    cache.observe({ type: 'MODIFIED', object: deployment('11', 'web:1', 1) });
+    const updated = cache.get({ ...ref, kind: 'Deployment' });
+    expect(updated && cache.isSlim(updated)).toBe(true);
+    expect(updated).toMatchObject({ status: { readyReplicas: 1 } });
+
+    // A changed body (a hand edit of the image) is held whole, for the next drift check.
+    cache.observe({ type: 'MODIFIED', object: deployment('12', 'web:2', 1) });
+    const edited = cache.get({ ...ref, kind: 'Deployment' });
+    expect(edited && cache.isSlim(edited)).toBe(false);
+    expect(edited).toMatchObject({ spec: { template: { spec: { containers: [{ image: 'web:2' }] } } } });
+    // And stays whole when the body goes back: it has not been checked since.
+    cache.observe({ type: 'MODIFIED', object: deployment('13', 'web:1', 1) });
+    expect(cache.get({ ...ref, kind: 'Deployment' })).toHaveProperty('spec.template');
+  });
+
+  it('holds a checked Secret without its data', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    const secret = {
+      ...service('10', 'u1', { data: { PASSWORD: 'c2VjcmV0' } }),
+      kind: 'Secret',
+    } as LiveKubeObject;
+    cache.written(secret);
+    const held = cache.get({ ...ref, kind: 'Secret' });
+    if (held) cache.checked(held);
+    expect(cache.get({ ...ref, kind: 'Secret' })).not.toHaveProperty('data');
+    // An object without a body has nothing to drop: held as it is.
+    cache.written(service('11'));
+    const plain = cache.get(ref);
+    if (plain) cache.checked(plain);
+    expect(plain && cache.isSlim(plain)).toBe(false);
+  });
+
   it('calls a kind complete in a namespace only once its watch has listed there', () => {
     const cache = new ObjectCache({ indexLabel: 'deployment' });
     expect(cache.isSynced('Pod', 'apps')).toBe(false);

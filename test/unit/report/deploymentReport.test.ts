@@ -7,7 +7,7 @@ import { ANNOTATION_STATUS } from '../../../src/objects/ownership.ts';
 import { TerminalError } from '../../../src/reconcile/outcome.ts';
 import { DeploymentReport } from '../../../src/report/deploymentReport.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-import type { RolloutStatus } from '../../../src/report/rolloutStatus.ts';
+import type { Reason, RolloutStatus } from '../../../src/report/rolloutStatus.ts';
 import { parseStatusAnnotation } from '../../../src/report/statusAnnotation.ts';
 import type { StatusChange } from '../../../src/report/statusReporter.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
@@ -100,6 +100,31 @@ describe('DeploymentReport', () => {
       status: 'DEPLOYING',
       message: '0 of 1 updated',
     });
+  });
+
+  it('tells the steps of a rollout once, and a warning sign while rolling out', async () => {
+    const { main, report, recorded, events, annotation } = await setUp();
+    const send = (reason: Reason, message: string) =>
+      report.status(
+        {
+          deploymentId: 'd1',
+          revisionId: 'r1',
+          status: { revisionStatus: 'DEPLOYING', deploymentStatus: undefined, reason, message },
+          main,
+          annotated,
+        },
+        log,
+      );
+    await send('GenerationNotObserved', 'main: the latest spec is not yet observed');
+    await send('CreatingReplicas', 'main: 0 of 2 replicas');
+    await send('WaitingForAvailable', 'main: 0 of 2 updated replicas available');
+    await send('ClaimPending', 'database: claim data-0 is Pending');
+    expect(recorded).toHaveLength(4);
+    expect(events).toEqual(['RollingOut']);
+    expect(await annotation()).toMatchObject({ message: 'main: the latest spec is not yet observed' });
+    await send('ReplicaFailure', 'main: pods "web-1" is forbidden: exceeded quota');
+    expect(events).toEqual(['RollingOut', 'RollingOut']);
+    expect(await annotation()).toMatchObject({ reason: 'ReplicaFailure' });
   });
 
   it('tells a rollout just applied at the next look, and only if it is still rolling out then', async () => {
