@@ -1,7 +1,11 @@
 // The process logger: JSON lines for machines, human-readable lines on a terminal, with every
 // field that could carry a credential or a secret value redacted before it is written.
+import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
-import pretty from 'pino-pretty';
+
+// pino-pretty and its dependencies load only when a terminal asks for them: a running agent logs
+// JSON and need not hold their code.
+const require = createRequire(import.meta.url);
 
 export const REDACTED_PATHS = [
   'apiKey',
@@ -44,6 +48,7 @@ export function createLogger(
   if (resolveLogFormat(format, destination ?? process.stdout) === 'pretty') {
     const target = destination ?? process.stdout;
     // A synchronous stream in this thread, not a worker transport: lines are never lost on exit.
+    const pretty = require('pino-pretty') as typeof import('pino-pretty');
     const stream = pretty({
       destination: target,
       sync: true,

@@ -112,8 +112,8 @@ export class DeploymentReport {
     // The cluster hears of transitions (revision, status, a warning sign's reason), not of each
     // step of progress (`CreatingReplicas`, `1 of 3 replicas ready`, `WaitingForAvailable`): the
     // control plane has those, `status` computes them live, and an Event and an annotation write
-    // per step cost a rollout of many deployments most of its API requests (two of each per
-    // deployment in a cold sync, before). A failure's message is its explanation: each is told.
+    // per step would cost a rollout of many deployments most of its API requests. A failure's
+    // message is its explanation: each one is told.
     if (this.#told.get(deploymentId) === transition) return;
     // The annotation records what the cluster was told: after a restart, a transition it already
     // holds is not told again (no Event per deployment at each start).
