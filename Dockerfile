@@ -9,7 +9,7 @@ COPY package.json package-lock.json ./
 # The `node` devDependency only pins Node on machines whose system Node is older; the base
 # image is Node 24, so install scripts are skipped (npm pack still runs prepack below).
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
 COPY src ./src
 RUN npm pack --pack-destination /tmp && mv /tmp/k8s-listener-*.tgz /tmp/k8s-listener.tgz
 
@@ -37,7 +37,11 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
 # MALLOC_ARENA_MAX: glibc gives each thread that allocates (V8's GC and compiler threads, libuv's
 # pool) an arena of its own; two are enough for one event loop, and cut the peak RSS of a
 # 1,000-deployment cold sync by 17 MiB (bench:sync, which runs the agent with this environment).
-ENV NODE_ENV=production MALLOC_ARENA_MAX=2
+# The fixed thresholds keep glibc from raising them after the first large response is freed:
+# blocks of 128 KiB and more (list and watch bodies) stay mapped apart and go back to the system
+# when freed, and the heap's free top is returned (-5 MiB peak RSS, no CPU cost measured).
+ENV NODE_ENV=production MALLOC_ARENA_MAX=2 \
+    MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072
 WORKDIR /app
 COPY --from=install --chown=0:0 /app ./
 # Numeric, so runAsNonRoot can verify it; the files stay root-owned and read-only to the agent,
@@ -45,6 +49,8 @@ COPY --from=install --chown=0:0 /app ./
 USER 1000:1000
 EXPOSE 9090
 # Exec form: node is PID 1 and receives SIGTERM itself; `run` drains, releases its Lease and
-# exits 0. The agent starts no child processes, so there are none to reap.
-ENTRYPOINT ["node", "--enable-source-maps", "/app/dist/cli/main.js"]
+# exits 0. The agent starts no child processes, so there are none to reap. No
+# --enable-source-maps: Node would parse every source map of the bundle at start (+14 MiB RSS);
+# the maps ship beside the bundle for NODE_OPTIONS=--enable-source-maps when a trace needs them.
+ENTRYPOINT ["node", "/app/dist/cli/main.js"]
 CMD ["run"]

@@ -3,10 +3,10 @@
 // and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
 // latency, request counts and memory. Targets (issue 10, at N = 1,000) are printed with pass/fail;
 // --strict exits 1 when one is missed.
-// Run: npm run bench:sync -- --deployments 100 [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof]
-//   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--controller-qps 100]
+// Run: npm run bench:sync -- --deployments 100 [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
+//   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -35,10 +35,15 @@ const { values: flags } = parseArgs({
     patches: { type: 'string', default: '50' },
     'log-level': { type: 'string', default: 'info' },
     'cpu-prof': { type: 'boolean', default: false },
+    // A heap snapshot of the agent once every figure is taken (it stops the agent's event loop and
+    // raises its RSS, so it is taken after the memory reading).
+    'heap-snapshot': { type: 'boolean', default: false },
     strict: { type: 'boolean', default: false },
     note: { type: 'string', default: '' },
     // Node flags for the agent process only, e.g. '--max-old-space-size=128' (space-separated).
     'agent-node-options': { type: 'string', default: '' },
+    // Environment for the agent process only, over the image's, e.g. 'MALLOC_ARENA_MAX=1' (space-separated).
+    'agent-env': { type: 'string', default: '' },
     // As the image runs it: the compiled JavaScript (built first), not the TypeScript sources.
     'from-source': { type: 'boolean', default: false },
     // The chart's default memory limit: the agent runs in a memory cgroup of this size where one
@@ -221,9 +226,14 @@ interface AgentProcess {
   readonly exited: Promise<number | null>;
 }
 
-function startAgentProcess(configPath: string, profileDir: string | undefined): AgentProcess {
+function startAgentProcess(
+  configPath: string,
+  profileDir: string | undefined,
+  snapshotDir: string | undefined,
+): AgentProcess {
   const nodeFlags = [
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ...(snapshotDir ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : []),
     ...(flags['agent-node-options'] ?? '').split(' ').filter(Boolean),
   ];
   const command = [process.execPath, ...nodeFlags, MAIN, 'run', '--config', configPath];
@@ -232,8 +242,16 @@ function startAgentProcess(configPath: string, profileDir: string | undefined): 
     ...process.env,
     NODE_ENV: 'production',
     MALLOC_ARENA_MAX: '2',
+    MALLOC_MMAP_THRESHOLD_: '131072',
+    MALLOC_TRIM_THRESHOLD_: '131072',
     POD_NAME: 'bench-agent',
     POD_NAMESPACE: 'default',
+    ...Object.fromEntries(
+      (flags['agent-env'] ?? '')
+        .split(' ')
+        .filter(Boolean)
+        .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    ),
   };
   // In the cgroup: the shell moves itself there, then becomes the agent (same pid).
   const child = memoryCgroup
@@ -267,6 +285,26 @@ function startAgentProcess(configPath: string, profileDir: string | undefined): 
     void exited.then((code) => reject(new Error(`agent exited (${code}) before it started: ${stderr}`)));
   });
   return { child, metricsUrl, exited };
+}
+
+/** Signals the agent to write a heap snapshot and waits until the file is complete (its size settles). */
+async function takeHeapSnapshot(child: ChildProcess, dir: string): Promise<void> {
+  child.kill('SIGUSR2');
+  let lastSize = -1;
+  await until(
+    'the heap snapshot',
+    async () => {
+      const file = (await readdir(dir)).find((name) => name.endsWith('.heapsnapshot'));
+      if (file === undefined) return undefined;
+      const { size } = await stat(join(dir, file));
+      const settled = size > 0 && size === lastSize;
+      lastSize = size;
+      return settled ? true : undefined;
+    },
+    120_000,
+    1_000,
+  );
+  log(`heap snapshot written to ${dir}`);
 }
 
 /** A cgroup v1 memory controller limited to `mib`, or undefined (with the reason logged) when none can be made. */
@@ -380,8 +418,10 @@ try {
     }),
   );
   const profileDir = flags['cpu-prof'] ? join(workDir, 'cpu-prof') : undefined;
+  const snapshotDir = flags['heap-snapshot'] ? join(workDir, 'heap-snapshot') : undefined;
+  if (snapshotDir) await mkdir(snapshotDir, { recursive: true });
   const started = performance.now();
-  agent = startAgentProcess(configPath, profileDir);
+  agent = startAgentProcess(configPath, profileDir, snapshotDir);
   const pid = agent.child.pid ?? 0;
   const metricsUrl = await agent.metricsUrl;
   let peakHeapMiB = 0;
@@ -517,6 +557,7 @@ try {
   log(`change → applied: ${JSON.stringify(latency)}`);
   const final = await scrape();
   const memory = await procStatus(pid);
+  if (snapshotDir) await takeHeapSnapshot(agent.child, snapshotDir);
   await stopAgent(agent);
   agent = undefined;
 
@@ -563,9 +604,10 @@ try {
     agent: {
       ran: flags['from-source']
         ? 'src/cli/main.ts (TypeScript, type stripping)'
-        : 'dist/cli/main.js (compiled)',
+        : 'dist/cli/main.js (bundled)',
       memoryCgroupMiB: memoryCgroup ? MEMORY_LIMIT_MIB : undefined,
       nodeOptions: flags['agent-node-options'] || undefined,
+      env: flags['agent-env'] || undefined,
     },
     machine: {
       cores: cpus().length,
@@ -671,6 +713,7 @@ try {
   console.log(`\nTargets (issue 10, stated at N = 1,000${N === 1000 ? '' : `; this run is N = ${N}`}):`);
   for (const { target, pass } of targets) console.log(`  ${pass ? 'PASS' : 'FAIL'}  ${target}`);
   console.log(`\nResults: ${path}${profileDir ? `\nCPU profile: ${profileDir}` : ''}`);
+  if (snapshotDir) console.log(`Heap snapshot: ${snapshotDir}`);
   if (flags.strict && targets.some((t) => !t.pass)) process.exitCode = 1;
 } finally {
   if (agent) await stopAgent(agent);

@@ -1,7 +1,5 @@
-// The agent's version, recorded on its listener at registration.
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
-const pkg = require('../package.json') as { version: string };
+// The agent's version, recorded on its listener at registration. Imported rather than read at run
+// time, so that the bundle in dist/ carries it wherever it is installed.
+import pkg from '../package.json' with { type: 'json' };
 
 export const AGENT_VERSION: string = pkg.version;

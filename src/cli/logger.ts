@@ -5,7 +5,7 @@ import pino, { type Logger } from 'pino';
 
 // pino-pretty and its dependencies load only when a terminal asks for them: a running agent logs
 // JSON and need not hold their code.
-const require = createRequire(import.meta.url);
+const loadModule = createRequire(import.meta.url);
 
 export const REDACTED_PATHS = [
   'apiKey',
@@ -48,7 +48,7 @@ export function createLogger(
   if (resolveLogFormat(format, destination ?? process.stdout) === 'pretty') {
     const target = destination ?? process.stdout;
     // A synchronous stream in this thread, not a worker transport: lines are never lost on exit.
-    const pretty = require('pino-pretty') as typeof import('pino-pretty');
+    const pretty = loadModule('pino-pretty') as typeof import('pino-pretty');
     const stream = pretty({
       destination: target,
       sync: true,

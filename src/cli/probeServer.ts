@@ -1,5 +1,5 @@
 // The agent's own HTTP endpoints: liveness, readiness and Prometheus metrics.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
@@ -19,6 +19,10 @@ export interface RunningProbeServer {
   readonly url: string;
   close(): Promise<void>;
 }
+
+// node:http as its CommonJS module: an ES import of it reads every export, and its lazy
+// WebSocket/MessageEvent exports load Node's own copy of undici (0.8 MB of source held for nothing).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export async function startProbeServer(options: ProbeServerOptions): Promise<RunningProbeServer> {
   const server: Server = createServer((request, response) => {

@@ -13,6 +13,7 @@
 import { bodyDigest, withoutBody } from '../objects/body.ts';
 import type { LiveKubeObject } from './kubeClient.ts';
 import type { ObjectRef } from './resources.ts';
+import { StringPool } from './stringPool.ts';
 import type { OwnedObjectEvent } from './watch.ts';
 
 export interface ObjectReader {
@@ -42,6 +43,8 @@ export class ObjectCache implements ObjectReader {
   readonly #checkedBodies = new Map<string, string>();
   /** The slim objects this cache made (their body dropped after a check). */
   readonly #slim = new WeakSet<LiveKubeObject>();
+  /** Label values and namespaces: one copy each, shared by every object that carries them. */
+  readonly #strings = new StringPool();
 
   constructor(options: ObjectCacheOptions) {
     this.#indexLabel = options.indexLabel;
@@ -124,8 +127,13 @@ export class ObjectCache implements ObjectReader {
       if (isOlder(object, held)) return false;
       if (held.metadata.resourceVersion === object.metadata.resourceVersion) return false;
     }
-    if (held) this.#unindex(key, held);
     const { managedFields: _managedFields, ...metadata } = object.metadata;
+    // Taken before the held version lets go, so that the values both carry keep their copy.
+    this.#takeStrings(metadata);
+    if (held) {
+      this.#unindex(key, held);
+      this.#releaseStrings(held);
+    }
     const stored = { ...object, metadata } as LiveKubeObject;
     // The same body as checked (another uid cannot have it: checked anew): held slim again.
     const checkedBody = this.#checkedBodies.get(key);
@@ -160,10 +168,31 @@ export class ObjectCache implements ObjectReader {
     return value === undefined ? undefined : indexKeyOf(object.kind, object.metadata.namespace ?? '', value);
   }
 
+  /**
+   * Swaps the labels' values and the namespace for their pooled copies. The labels are changed in
+   * place: the watcher's record of the object shares them, and the strings are equal.
+   */
+  #takeStrings(metadata: LiveKubeObject['metadata']): void {
+    const { labels } = metadata;
+    for (const name of Object.keys(labels)) labels[name] = this.#strings.take(labels[name] as string);
+    if (metadata.namespace !== undefined) metadata.namespace = this.#strings.take(metadata.namespace);
+  }
+
+  #releaseStrings(object: LiveKubeObject): void {
+    for (const value of Object.values(object.metadata.labels)) this.#strings.release(value);
+    if (object.metadata.namespace !== undefined) this.#strings.release(object.metadata.namespace);
+  }
+
+  /** Distinct label values and namespaces the cached objects share (for tests and diagnostics). */
+  get pooledStrings(): number {
+    return this.#strings.size;
+  }
+
   #drop(key: string): void {
     const held = this.#objects.get(key);
     if (!held) return;
     this.#unindex(key, held);
+    this.#releaseStrings(held);
     this.#objects.delete(key);
     this.#checkedBodies.delete(key);
   }

@@ -1,12 +1,14 @@
 // HTTP to the API server: a keep-alive pool per client certificate, the credentials of each request,
 // timeouts and abort signals, request counts and metrics. A failure of any kind leaves here as a
 // KubeApiError naming the verb and the object.
+import { createSecureContext, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
 import { errorCode, isTimeout, type RequestTarget, statusError } from './decode.ts';
 import { KubeApiError, type KubeVerb } from './errors.ts';
 import type { ClientCertificate, ClusterConnection, Credentials } from './kubeconfig.ts';
+import { KubeconfigError } from './kubeconfigError.ts';
 import { type RateLimit, TokenBucket } from './rateLimiter.ts';
 import { formatRef } from './resources.ts';
 
@@ -302,16 +304,31 @@ export class KubeTransport {
  * One pool, HTTP/1.1 only: with HTTP/2 every request would share one connection, and a silently
  * dead one (no health pings here) would stall them all until TCP gives up; on HTTP/1.1 a timed-out
  * request takes its socket down and the next opens a fresh one. No connection cap: each watch holds
- * a connection, and a cap would queue ordinary requests behind open watches.
+ * a connection, and a cap would queue ordinary requests behind open watches. One TLS context for
+ * every connection: given the CA and key pair instead, Node parses them into a context of its own
+ * for each connection (some 40 watches, reopened every few minutes).
  */
 function newAgent(connection: ClusterConnection, certificate: ClientCertificate | undefined): Agent {
   const { tls } = connection;
+  let secureContext: SecureContext;
+  try {
+    secureContext = createSecureContext({
+      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      ...(certificate === undefined ? {} : { cert: certificate.cert, key: certificate.key }),
+    });
+  } catch (error) {
+    // OpenSSL's message names what it could not parse, never the PEM's content.
+    throw new KubeconfigError({
+      reason: 'invalid',
+      file: connection.paths?.[0],
+      detail: `the certificate authority or client certificate cannot be used for TLS${errorCode(error)}`,
+    });
+  }
   return new Agent({
     connect: {
       rejectUnauthorized: tls.rejectUnauthorized,
-      ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+      secureContext,
       ...(tls.servername === undefined ? {} : { servername: tls.servername }),
-      ...(certificate === undefined ? {} : { cert: certificate.cert, key: certificate.key }),
     },
     allowH2: false,
     keepAliveTimeout: 30_000,

@@ -1,11 +1,13 @@
-// An object's body: the bulky fields that only a drift check reads (pod templates, claim
-// templates, Secret and ConfigMap data), as against what status, ownership and reporting read
-// (metadata, status, the rest of the spec). The watch cache drops a body once a reconcile has
-// found it to hold every field the agent sets, and keeps a digest to know it is unchanged. Pure.
+// An object's body: the fields that only a drift check reads (data, pod and claim templates, and
+// every field of a spec but the few the rollout status reads), as against what status, ownership
+// and reporting read (metadata, status, those spec fields). The watch cache drops a body once a
+// reconcile has found it to hold every field the agent sets, and keeps a digest to know it is
+// unchanged: a workload's status updates, which are most watch events, then cost no body. Pure.
 import { createHash } from 'node:crypto';
 
 const TOP_LEVEL = ['data', 'stringData', 'binaryData', 'template'] as const;
-const IN_SPEC = ['template', 'volumeClaimTemplates'] as const;
+/** What report/rolloutStatus.ts reads of a spec: replicas, deadline, update strategy, Service type. */
+const SPEC_KEPT = new Set(['replicas', 'progressDeadlineSeconds', 'updateStrategy', 'type', 'clusterIP']);
 
 type Fields = Readonly<Record<string, unknown>>;
 
@@ -13,19 +15,19 @@ function isFields(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function specBody(spec: Fields): [string, unknown][] {
+  return Object.entries(spec).filter(([key]) => !SPEC_KEPT.has(key));
+}
+
 /** The object without its body; the same object when it has none. */
 export function withoutBody<T extends object>(object: T): T {
   const fields = object as Fields;
   const spec = fields.spec;
-  const specHasBody = isFields(spec) && IN_SPEC.some((key) => key in spec);
+  const specHasBody = isFields(spec) && specBody(spec).length > 0;
   if (!specHasBody && !TOP_LEVEL.some((key) => key in fields)) return object;
   const slim: Record<string, unknown> = { ...fields };
   for (const key of TOP_LEVEL) delete slim[key];
-  if (specHasBody) {
-    const slimSpec: Record<string, unknown> = { ...spec };
-    for (const key of IN_SPEC) delete slimSpec[key];
-    slim.spec = slimSpec;
-  }
+  if (specHasBody) slim.spec = Object.fromEntries(Object.entries(spec).filter(([key]) => SPEC_KEPT.has(key)));
   return slim as T;
 }
 
@@ -35,8 +37,10 @@ export function withoutBody<T extends object>(object: T): T {
  */
 export function bodyDigest(object: object): string | undefined {
   const fields = object as Fields;
-  const spec = isFields(fields.spec) ? fields.spec : {};
-  const parts = [...TOP_LEVEL.map((key) => fields[key]), ...IN_SPEC.map((key) => spec[key])];
-  if (parts.every((part) => part === undefined)) return undefined;
-  return createHash('sha1').update(JSON.stringify(parts)).digest('base64');
+  const spec = isFields(fields.spec) ? specBody(fields.spec) : [];
+  const parts = TOP_LEVEL.map((key) => fields[key]);
+  if (spec.length === 0 && parts.every((part) => part === undefined)) return undefined;
+  return createHash('sha1')
+    .update(JSON.stringify([...parts, spec]))
+    .digest('base64');
 }

@@ -113,12 +113,27 @@ describe('the npm package', () => {
     expect(tarballFiles.filter((f) => /\.(ts|mts|cts)$/.test(f) && !f.endsWith('.d.ts'))).toEqual([]);
     expect(tarballFiles.filter((f) => /^(src|test|charts|deploy|bench)\//.test(f))).toEqual([]);
     expect(tarballFiles.filter((f) => /(^|\/)(tsconfig|vitest|biome)[^/]*$|Dockerfile/.test(f))).toEqual([]);
-    // Every file under dist is compiled output (or its source map) but the seed.
+    // Every file under dist is bundled output (its source map, its licence notices) but the seed.
     expect(
       tarballFiles.filter(
-        (f) => f.startsWith('dist/') && !/\.js(\.map)?$/.test(f) && !f.endsWith('seed.json'),
+        (f) => f.startsWith('dist/') && !/\.js(\.map|\.LEGAL\.txt)?$/.test(f) && !f.endsWith('seed.json'),
       ),
     ).toEqual([]);
+    expect(tarballFiles.some((f) => f.endsWith('.LEGAL.txt'))).toBe(true);
+  });
+
+  it('ships bundles of ASCII text only, which V8 holds at one byte a character', async () => {
+    // One non-ASCII character (a name in a licence comment) made Node hold a bundle's whole
+    // source as UTF-16: 1.3 MB more heap for the agent.
+    const bundles = tarballFiles.filter((f) => f.startsWith('dist/') && f.endsWith('.js'));
+    expect(bundles.length).toBeGreaterThan(1);
+    for (const file of bundles) {
+      const bytes = await readFile(join(installDir, 'node_modules', 'k8s-listener', file));
+      expect(
+        bytes.findIndex((byte) => byte >= 0x80),
+        file,
+      ).toBe(-1);
+    }
   });
 
   it('installs with production dependencies only, at the versions the repository pins', async () => {

@@ -168,3 +168,44 @@ describe('ObjectCache', () => {
     expect(cache.isSynced('Pod', 'other')).toBe(false);
   });
 });
+
+describe('ObjectCache string pool', () => {
+  const labels = (deployment: string) => ({ deployment: `d-${deployment}`, listener: ['l', 'x'].join('-') });
+  const named = (name: string, resourceVersion: string, uid: string, deployment = '111') => {
+    const object = service(resourceVersion, uid, {}, labels(deployment));
+    object.metadata.name = name;
+    return object;
+  };
+
+  it('shares one copy of each label value and namespace between objects, and lets go of the last', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment' });
+    cache.observe({ type: 'ADDED', object: named('web', '10', 'ua') });
+    cache.observe({ type: 'ADDED', object: named('api', '11', 'ub') });
+    // The deployment, the listener and the namespace: three values, however many objects.
+    expect(cache.pooledStrings).toBe(3);
+    const web = cache.get(ref);
+    const api = cache.get({ ...ref, name: 'api' });
+    expect(web?.metadata.labels).toEqual(labels('111'));
+    expect(api?.metadata.labels.deployment).toBe(web?.metadata.labels.deployment);
+    expect(
+      cache
+        .byLabel('Service', 'apps', 'd-111')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(['api', 'web']);
+
+    // New versions with another deployment label: the old value goes once no object carries it.
+    cache.observe({ type: 'MODIFIED', object: named('web', '12', 'ua', '222') });
+    expect(cache.pooledStrings).toBe(4);
+    cache.observe({ type: 'MODIFIED', object: named('api', '13', 'ub', '222') });
+    expect(cache.pooledStrings).toBe(3);
+    expect(cache.byLabel('Service', 'apps', 'd-111')).toEqual([]);
+    expect(cache.byLabel('Service', 'apps', 'd-222')).toHaveLength(2);
+
+    cache.observe({ type: 'DELETED', object: named('web', '14', 'ua', '222') });
+    expect(cache.pooledStrings).toBe(3);
+    cache.observe({ type: 'DELETED', object: named('api', '15', 'ub', '222') });
+    expect(cache.size).toBe(0);
+    expect(cache.pooledStrings).toBe(0);
+  });
+});

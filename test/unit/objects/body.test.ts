@@ -16,7 +16,7 @@ const statefulSet = (image: string) => ({
 });
 
 describe('object body', () => {
-  it('drops pod and claim templates and data, keeps metadata, status and the rest of the spec', () => {
+  it('drops data, templates and the spec but what the rollout status reads; keeps metadata and status', () => {
     const slim = withoutBody(statefulSet('postgres:16'));
     expect(slim).toEqual({
       apiVersion: 'apps/v1',
@@ -30,8 +30,24 @@ describe('object body', () => {
       metadata: {},
       type: 'Opaque',
     });
-    const service = { kind: 'Service', spec: { ports: [{ port: 80 }] } };
-    expect(withoutBody(service)).toBe(service);
+    expect(
+      withoutBody({ kind: 'Service', spec: { type: 'ClusterIP', ports: [{ port: 80 }], selector: {} } }),
+    ).toEqual({ kind: 'Service', spec: { type: 'ClusterIP' } });
+    const deployment = {
+      kind: 'Deployment',
+      spec: {
+        replicas: 2,
+        progressDeadlineSeconds: 600,
+        selector: { matchLabels: { app: 'web' } },
+        template: {},
+      },
+    };
+    expect(withoutBody(deployment)).toEqual({
+      kind: 'Deployment',
+      spec: { replicas: 2, progressDeadlineSeconds: 600 },
+    });
+    const bodiless = { kind: 'Service', spec: { type: 'ClusterIP', clusterIP: 'None' } };
+    expect(withoutBody(bodiless)).toBe(bodiless);
   });
 
   it('digests the body alone: the same for a status change, another for a body change, none without one', () => {
@@ -42,6 +58,10 @@ describe('object body', () => {
     expect(bodyDigest({ kind: 'Secret', data: { A: 'Yg==' } })).not.toBe(
       bodyDigest({ kind: 'Secret', data: { A: 'Yw==' } }),
     );
-    expect(bodyDigest({ kind: 'Service', spec: { ports: [] } })).toBeUndefined();
+    // A scaler's replica count is kept, not body: it leaves the digest as it is.
+    expect(bodyDigest({ ...one, spec: { ...one.spec, replicas: 5 } })).toBe(bodyDigest(one));
+    const service = (port: number) => ({ kind: 'Service', spec: { type: 'ClusterIP', ports: [{ port }] } });
+    expect(bodyDigest(service(80))).not.toBe(bodyDigest(service(81)));
+    expect(bodyDigest({ kind: 'Service', spec: { type: 'ClusterIP' } })).toBeUndefined();
   });
 });
