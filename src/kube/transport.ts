@@ -317,7 +317,7 @@ function newAgent(connection: ClusterConnection, certificate: ClientCertificate 
       ...(certificate === undefined ? {} : { cert: certificate.cert, key: certificate.key }),
     });
   } catch (error) {
-    // OpenSSL's message names what it could not parse, never the PEM's content.
+    // Only OpenSSL's error code: its message might quote what it could not parse.
     throw new KubeconfigError({
       reason: 'invalid',
       file: connection.paths?.[0],
