@@ -250,7 +250,10 @@ function startAgentProcess(
       (flags['agent-env'] ?? '')
         .split(' ')
         .filter(Boolean)
-        .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+        .map((pair) => {
+          const equals = pair.indexOf('=');
+          return [pair.slice(0, equals), pair.slice(equals + 1)];
+        }),
     ),
   };
   // In the cgroup: the shell moves itself there, then becomes the agent (same pid).

@@ -174,7 +174,7 @@ export class ObjectCache implements ObjectReader {
    */
   #takeStrings(metadata: LiveKubeObject['metadata']): void {
     const { labels } = metadata;
-    for (const name of Object.keys(labels)) labels[name] = this.#strings.take(labels[name] as string);
+    for (const [name, value] of Object.entries(labels)) labels[name] = this.#strings.take(value);
     if (metadata.namespace !== undefined) metadata.namespace = this.#strings.take(metadata.namespace);
   }
 

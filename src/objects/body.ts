@@ -19,11 +19,15 @@ function specBody(spec: Fields): [string, unknown][] {
   return Object.entries(spec).filter(([key]) => !SPEC_KEPT.has(key));
 }
 
+function hasSpecBody(spec: Fields): boolean {
+  return Object.keys(spec).some((key) => !SPEC_KEPT.has(key));
+}
+
 /** The object without its body; the same object when it has none. */
 export function withoutBody<T extends object>(object: T): T {
   const fields = object as Fields;
   const spec = fields.spec;
-  const specHasBody = isFields(spec) && specBody(spec).length > 0;
+  const specHasBody = isFields(spec) && hasSpecBody(spec);
   if (!specHasBody && !TOP_LEVEL.some((key) => key in fields)) return object;
   const slim: Record<string, unknown> = { ...fields };
   for (const key of TOP_LEVEL) delete slim[key];
