@@ -15,54 +15,110 @@ import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 export const KUBE_API_DEFAULTS = { qps: 500, burst: 1000 } as const;
 
 export const AgentConfig = z.strictObject({
-  listenerId: z.guid(),
-  controlPlane: z.strictObject({
-    baseUrl: z.url({ protocol: /^https?$/ }),
-    apiKey: z.string().min(1).optional(),
-    /** A file holding the API key (a mounted Secret), read again when it changes. */
-    apiKeyFile: z.string().min(1).optional(),
-    tenantId: z.string().min(1).optional(),
-    timeoutMs: z.number().int().positive().default(10_000),
-  }),
-  /** The agent's own namespace allow-list, intersected with the listener's k8s_namespaces. */
-  namespaces: z.array(z.string().min(1)).min(1).optional(),
-  /** Unset: in-cluster configuration. */
-  kubeconfig: z.string().optional(),
-  /**
-   * The client-side rate limit of requests to the API server (client-go's --kube-api-qps and
-   * --kube-api-burst; watches are not limited). Defaults from `npm run bench:sync`: see README.
-   */
+  listenerId: z.guid().describe('The listener this agent serves: its id at the control plane.'),
+  controlPlane: z
+    .strictObject({
+      baseUrl: z
+        .url({ protocol: /^https?$/ })
+        .describe('Base URL of the deployment management service (`/v2/…` paths are relative to it).'),
+      apiKey: z
+        .string()
+        .min(1)
+        .optional()
+        .describe('The API key, sent as `X-Api-Key`. Exclusive with `apiKeyFile`; prefer the file.'),
+      apiKeyFile: z
+        .string()
+        .min(1)
+        .optional()
+        .describe(
+          'A file holding the API key (a mounted Secret, as the chart does), read again when it changes: a rotated Secret is used without a restart.',
+        ),
+      tenantId: z.string().min(1).optional().describe('Sent as `X-Tenant-Id` when set.'),
+      timeoutMs: z
+        .number()
+        .int()
+        .positive()
+        .default(10_000)
+        .describe('Timeout of one attempt of a control-plane request (retries come on top).'),
+    })
+    .describe('How the agent reaches the control plane.'),
+  namespaces: z
+    .array(z.string().min(1))
+    .min(1)
+    .optional()
+    .describe("The agent's own namespace allow-list, intersected with the listener's `k8s_namespaces`."),
+  kubeconfig: z
+    .string()
+    .optional()
+    .describe(
+      "A kubeconfig file. Unset: in-cluster credentials, else `$KUBECONFIG`, else `~/.kube/config` (client-go's merge rules; exec plugins, token files; `auth-provider` users are refused).",
+    ),
   kubeApi: z
     .strictObject({
-      /** Sustained requests per second; 0 turns the limit off. */
-      qps: z.number().min(0).default(KUBE_API_DEFAULTS.qps),
-      /** Requests let through at once after a quiet period. */
-      burst: z.number().int().min(1).default(KUBE_API_DEFAULTS.burst),
+      qps: z
+        .number()
+        .min(0)
+        .default(KUBE_API_DEFAULTS.qps)
+        .describe(
+          'Sustained requests per second to the API server (watches are not limited); 0 turns the limit off.',
+        ),
+      burst: z
+        .number()
+        .int()
+        .min(1)
+        .default(KUBE_API_DEFAULTS.burst)
+        .describe('Requests let through at once after a quiet period.'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe(
+      "Client-side rate limit of requests to the API server (client-go's `--kube-api-qps`/`--kube-api-burst`), chosen with `bench:sync`.",
+    ),
   identity: z
     .string()
     .min(1)
-    .default(() => process.env.POD_NAME || hostname()),
+    .default(() => process.env.POD_NAME || hostname())
+    .meta({
+      description: 'Who holds the leader Lease: the pod name.',
+      defaultText: '`$POD_NAME`, else the host name',
+    }),
   agentNamespace: z
     .string()
     .min(1)
-    .default(() => process.env.POD_NAMESPACE || 'default'),
+    .default(() => process.env.POD_NAMESPACE || 'default')
+    .meta({
+      description:
+        "The agent's own namespace (its Lease lives there unless `reconcile.leaderElection.leaseNamespace` says otherwise).",
+      defaultText: '`$POD_NAMESPACE`, else `default`',
+    }),
   log: z
     .strictObject({
-      level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('info'),
-      /** auto: human-readable lines when stdout is a terminal, JSON lines otherwise. */
-      format: z.enum(['json', 'pretty', 'auto']).default('auto'),
+      level: z
+        .enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'])
+        .default('info')
+        .describe('Log level; `--log-level` wins over the file and `LOG_LEVEL`.'),
+      format: z
+        .enum(['json', 'pretty', 'auto'])
+        .default('auto')
+        .describe(
+          '`auto`: human-readable lines when stdout is a terminal, JSON lines otherwise. Secret values are redacted in both.',
+        ),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('Logs go to stdout.'),
   probes: z
     .strictObject({
-      host: z.string().default('0.0.0.0'),
-      port: z.number().int().min(0).max(65535).default(9090),
+      host: z
+        .string()
+        .default('0.0.0.0')
+        .describe('Address of the `/healthz`, `/readyz` and `/metrics` server.'),
+      port: z.number().int().min(0).max(65535).default(9090).describe('Its port (0: any free port).'),
     })
-    .prefault({}),
-  render: RenderConfig.prefault({}),
-  reconcile: ReconcileConfig.prefault({}),
+    .prefault({})
+    .describe('Health probes and metrics.'),
+  render: RenderConfig.prefault({}).describe('How a deployment becomes Kubernetes objects.'),
+  reconcile: ReconcileConfig.prefault({}).describe(
+    'The loop: polling, the work queue, pruning, leader election.',
+  ),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
@@ -96,7 +152,7 @@ export interface ConfigSources {
 }
 
 /** Environment variables the agent reads, and where each lands in the configuration. */
-const ENV_PATHS: readonly [string, readonly string[], (v: string) => unknown][] = [
+export const ENV_PATHS: readonly [string, readonly string[], (v: string) => unknown][] = [
   ['K8S_LISTENER_LISTENER_ID', ['listenerId'], (v) => v],
   ['K8S_LISTENER_CONTROL_PLANE_URL', ['controlPlane', 'baseUrl'], (v) => v],
   ['K8S_LISTENER_API_KEY', ['controlPlane', 'apiKey'], (v) => v],

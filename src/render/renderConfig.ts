@@ -1,11 +1,11 @@
 // The render part of the agent configuration: every default a platform team may want to change,
-// with values that work out of the box (`RenderConfig.parse({})`).
+// with values that work out of the box (`RenderConfig.parse({})`). Each key's description is the
+// text of the generated configuration reference (docs/configuration.md).
 import { z } from 'zod';
 
 const Resources = z.strictObject({
-  /** cores */
-  cpu: z.number().positive(),
-  memoryMb: z.number().positive(),
+  cpu: z.number().positive().describe('cores'),
+  memoryMb: z.number().positive().describe('MiB'),
 });
 
 const FreeForm = z.record(z.string(), z.unknown());
@@ -13,122 +13,209 @@ const FreeForm = z.record(z.string(), z.unknown());
 export const RenderConfig = z.strictObject({
   app: z
     .strictObject({
-      containerName: z.string().default('app'),
-      containerPort: z.number().int().min(1).max(65535).default(8000),
-      servicePort: z.number().int().min(1).max(65535).default(80),
-      /** Tells one image which role it runs as: main, queue, orchestrator or executor. */
-      roleEnv: z.string().default('WORKLOAD_ROLE'),
-      /** Readiness probe of the main container; null for none. */
-      readinessProbe: FreeForm.nullable().default({ tcpSocket: { port: 'http' }, periodSeconds: 10 }),
-      terminationGracePeriodSeconds: z.number().int().min(0).default(30),
+      containerName: z.string().default('app').describe('Name of the application container.'),
+      containerPort: z
+        .number()
+        .int()
+        .min(1)
+        .max(65535)
+        .default(8000)
+        .describe('Port the application listens on (`http`).'),
+      servicePort: z
+        .number()
+        .int()
+        .min(1)
+        .max(65535)
+        .default(80)
+        .describe("Port of the main workload's Service."),
+      roleEnv: z
+        .string()
+        .default('WORKLOAD_ROLE')
+        .describe(
+          'Environment variable that tells the one image which role it runs as: main, queue, orchestrator or executor.',
+        ),
+      readinessProbe: FreeForm.nullable()
+        .default({ tcpSocket: { port: 'http' }, periodSeconds: 10 })
+        .describe('Readiness probe of the main container (a Kubernetes `Probe`); null for none.'),
+      terminationGracePeriodSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .default(30)
+        .describe('Of every application pod.'),
     })
-    .prefault({}),
-  /** Requests used when a deployment gives none, by deployment_type ("lean" for dev). */
+    .prefault({})
+    .describe('The application containers.'),
   defaults: z
     .strictObject({
-      dev_free: Resources.default({ cpu: 0.1, memoryMb: 256 }),
-      dev: Resources.default({ cpu: 0.25, memoryMb: 512 }),
-      prod: Resources.default({ cpu: 0.5, memoryMb: 1024 }),
+      dev_free: Resources.default({ cpu: 0.1, memoryMb: 256 }).describe('For `deployment_type` `dev_free`.'),
+      dev: Resources.default({ cpu: 0.25, memoryMb: 512 }).describe('For `dev` (and `dev_zero`).'),
+      prod: Resources.default({ cpu: 0.5, memoryMb: 1024 }).describe('For `prod`.'),
     })
-    .prefault({}),
-  /**
-   * The limit when only a request is given, applied the same way to every workload:
-   * memory limit = request (memory is not compressible; a higher limit invites OOM kills under
-   * pressure), and no cpu limit (cpu limits throttle; requests already reserve the share).
-   */
+    .prefault({})
+    .describe('Requests of a workload whose deployment gives none, by `deployment_type`.'),
   limits: z
     .strictObject({
-      memoryWhenOnlyRequest: z.enum(['request', 'none']).default('request'),
-      cpuWhenOnlyRequest: z.enum(['request', 'none']).default('none'),
+      memoryWhenOnlyRequest: z
+        .enum(['request', 'none'])
+        .default('request')
+        .describe(
+          'Memory limit when only a request is given: the request (memory is not compressible; a higher limit invites OOM kills under pressure).',
+        ),
+      cpuWhenOnlyRequest: z
+        .enum(['request', 'none'])
+        .default('none')
+        .describe(
+          'Cpu limit when only a request is given: none (cpu limits throttle; requests already reserve the share).',
+        ),
     })
-    .prefault({}),
-  /**
-   * Requests for a sidecar or init container that gives none (or only some): a namespace with a
-   * cpu/memory ResourceQuota rejects a pod any of whose containers has no request. Filled key by
-   * key, so what the deployment sets always wins; the memory limit follows `limits`.
-   */
+    .prefault({})
+    .describe('Limits when only a request is given, applied alike to every workload.'),
   extraContainers: z
     .strictObject({
-      cpu: z.number().positive().default(0.05),
-      memoryMb: z.number().positive().default(64),
+      cpu: z.number().positive().default(0.05).describe('cores'),
+      memoryMb: z.number().positive().default(64).describe('MiB; the memory limit follows `limits`.'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe(
+      'Requests of a sidecar or init container that gives none (or only some), key by key: a namespace with a cpu/memory ResourceQuota rejects a pod any of whose containers has no request.',
+    ),
   autoscaling: z
-    .strictObject({ targetCpuUtilization: z.number().int().min(1).max(100).default(70) })
-    .prefault({}),
+    .strictObject({
+      targetCpuUtilization: z
+        .number()
+        .int()
+        .min(1)
+        .max(100)
+        .default(70)
+        .describe('Percent of the cpu request the HorizontalPodAutoscaler aims at.'),
+    })
+    .prefault({})
+    .describe('HorizontalPodAutoscalers, rendered when `max_scale` > `min_scale`.'),
   prod: z
     .strictObject({
-      podDisruptionBudget: z.boolean().default(true),
-      topologySpread: z.boolean().default(true),
+      podDisruptionBudget: z
+        .boolean()
+        .default(true)
+        .describe('A PodDisruptionBudget for each `prod` workload.'),
+      topologySpread: z.boolean().default(true).describe('Spread `prod` pods over nodes and zones.'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('What `deployment_type` `prod` adds.'),
   database: z
     .strictObject({
-      image: z.string().default('postgres:17-alpine'),
-      port: z.number().int().default(5432),
-      user: z.string().default('app'),
-      database: z.string().default('app'),
-      uriEnv: z.string().default('DATABASE_URI'),
-      passwordEnv: z.string().default('DATABASE_PASSWORD'),
-      /** A deployment whose secrets or secret references carry one of these names brings its own. */
-      bringYourOwnNames: z.array(z.string()).default(['DATABASE_URI', 'POSTGRES_URI']),
-      storageClassName: z.string().optional(),
+      image: z.string().default('postgres:17-alpine').describe('PostgreSQL image.'),
+      port: z.number().int().default(5432).describe('Its port.'),
+      user: z.string().default('app').describe('Database user.'),
+      database: z.string().default('app').describe('Database name.'),
+      uriEnv: z
+        .string()
+        .default('DATABASE_URI')
+        .describe('Environment variable of the application with the connection string.'),
+      passwordEnv: z
+        .string()
+        .default('DATABASE_PASSWORD')
+        .describe('Environment variable of the application with the generated password (a `secretKeyRef`).'),
+      bringYourOwnNames: z
+        .array(z.string())
+        .default(['DATABASE_URI', 'POSTGRES_URI'])
+        .describe(
+          'A deployment whose secrets or secret references carry one of these names brings its own database: none is rendered.',
+        ),
+      storageClassName: z
+        .string()
+        .optional()
+        .describe('Storage class of the database volume; unset: the cluster default.'),
       defaults: z
         .strictObject({
-          cpu: z.number().positive().default(0.25),
-          memoryMb: z.number().positive().default(512),
-          storageGi: z.number().positive().default(1),
+          cpu: z.number().positive().default(0.25).describe('cores, when `db_cpu` is not given'),
+          memoryMb: z.number().positive().default(512).describe('MiB, when `db_memory_mb` is not given'),
+          storageGi: z.number().positive().default(1).describe('GiB, when `db_storage_gi` is not given'),
         })
-        .prefault({}),
-      /** The alpine postgres image's postgres user. */
-      runAsUser: z.number().int().default(70),
+        .prefault({})
+        .describe('Resources of a database whose deployment gives none.'),
+      runAsUser: z.number().int().default(70).describe("The alpine postgres image's postgres user."),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('The PostgreSQL StatefulSet rendered for `db_*` fields.'),
   kvstore: z
     .strictObject({
-      image: z.string().default('redis:7-alpine'),
-      port: z.number().int().default(6379),
-      uriEnv: z.string().default('REDIS_URI'),
-      bringYourOwnNames: z.array(z.string()).default(['REDIS_URI']),
-      kind: z.enum(['StatefulSet', 'Deployment']).default('StatefulSet'),
+      image: z.string().default('redis:7-alpine').describe('Redis image.'),
+      port: z.number().int().default(6379).describe('Its port.'),
+      uriEnv: z
+        .string()
+        .default('REDIS_URI')
+        .describe('Environment variable of the application with the connection string.'),
+      bringYourOwnNames: z
+        .array(z.string())
+        .default(['REDIS_URI'])
+        .describe(
+          'A deployment whose secrets or secret references carry one of these names brings its own store.',
+        ),
+      kind: z
+        .enum(['StatefulSet', 'Deployment'])
+        .default('StatefulSet')
+        .describe('Workload kind of the store.'),
       defaults: z
         .strictObject({
-          cpu: z.number().positive().default(0.1),
-          memoryMb: z.number().positive().default(128),
+          cpu: z.number().positive().default(0.1).describe('cores, when `kvstore_cpu` is not given'),
+          memoryMb: z.number().positive().default(128).describe('MiB, when `kvstore_memory_mb` is not given'),
         })
-        .prefault({}),
-      runAsUser: z.number().int().default(999),
+        .prefault({})
+        .describe('Resources of a store whose deployment gives none.'),
+      runAsUser: z.number().int().default(999).describe("The redis image's user."),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('The key-value store (Redis) rendered for `kvstore_*` fields.'),
   hardening: z
     .strictObject({
-      runAsNonRoot: z.boolean().default(true),
-      allowPrivilegeEscalation: z.boolean().default(false),
-      dropAllCapabilities: z.boolean().default(true),
-      seccompRuntimeDefault: z.boolean().default(true),
-      readOnlyRootFilesystem: z.boolean().default(false),
-      /** The token is mounted only when a deployment names its service account. */
-      automountServiceAccountToken: z.boolean().default(false),
+      runAsNonRoot: z.boolean().default(true).describe('Every container runs as a non-root user.'),
+      allowPrivilegeEscalation: z.boolean().default(false).describe('Set on every container.'),
+      dropAllCapabilities: z.boolean().default(true).describe('Every container drops all capabilities.'),
+      seccompRuntimeDefault: z
+        .boolean()
+        .default(true)
+        .describe("The pod's seccomp profile is `RuntimeDefault`."),
+      readOnlyRootFilesystem: z
+        .boolean()
+        .default(false)
+        .describe("Every container's root filesystem is read-only."),
+      automountServiceAccountToken: z
+        .boolean()
+        .default(false)
+        .describe(
+          'Mount a service-account token; the token is mounted only when a deployment names its service account.',
+        ),
     })
-    .prefault({}),
-  /**
-   * Only what the interface can express: host namespaces (pod-level hostNetwork/hostPID/hostIPC),
-   * host ports (containers carry no ports) and hostPath volumes cannot be asked for at all, so
-   * there is no setting for them.
-   */
+    .prefault({})
+    .describe('Security settings of every rendered pod and container.'),
   policy: z
     .strictObject({
-      forbidPrivilegedContainers: z.boolean().default(true),
+      forbidPrivilegedContainers: z
+        .boolean()
+        .default(true)
+        .describe(
+          'Refuse privileged containers, privilege escalation and added capabilities in sidecars and init containers.',
+        ),
     })
-    .prefault({}),
+    .prefault({})
+    .describe(
+      'What a deployment may ask for. Host namespaces, host ports and hostPath volumes cannot be expressed through the interface at all, so there is no setting for them.',
+    ),
   ingress: z
     .strictObject({
-      /** custom_url becomes an Ingress only when a class is configured. */
-      className: z.string().optional(),
-      annotations: z.record(z.string(), z.string()).default({}),
-      tlsSecretName: z.string().optional(),
+      className: z
+        .string()
+        .optional()
+        .describe('`custom_url` becomes an Ingress only when a class is configured.'),
+      annotations: z
+        .record(z.string(), z.string())
+        .default({})
+        .describe('Annotations of every rendered Ingress.'),
+      tlsSecretName: z.string().optional().describe('TLS Secret of every rendered Ingress.'),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('Ingresses for `custom_url`.'),
 });
 export type RenderConfig = z.infer<typeof RenderConfig>;
 export type RenderConfigInput = z.input<typeof RenderConfig>;

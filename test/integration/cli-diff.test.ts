@@ -170,9 +170,9 @@ describe('k8s-listener diff', () => {
     );
     // The same by id.
     expect((await diff(web.id)).stdout).toBe(stdout);
-    // The README shows this very output (its ids and namespace in place of these).
-    const readme = await readFile(new URL('../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### `k8s-listener diff`'));
+    // docs/operating.md shows this very output (its ids and namespace in place of these).
+    const page = await readFile(new URL('../../docs/operating.md', import.meta.url), 'utf8');
+    const section = page.slice(page.indexOf('## `k8s-listener diff`'));
     const example = /```diff\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
     const [, id = '', revision = ''] =
       /^# deployment web \((\S+)\), namespace apps, revision (\S+):/.exec(example) ?? [];

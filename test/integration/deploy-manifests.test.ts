@@ -1,6 +1,6 @@
 // deploy/kustomize, the plain manifests: the committed files are exactly what `npm run manifests`
 // generates from the chart now; the example overlay builds with kubectl kustomize, its
-// configuration loads with the agent's loader and matches its RBAC and mounts, and the README's
+// configuration loads with the agent's loader and matches its RBAC and mounts, and docs/installing.md's
 // commands run against the test cluster (strict server-side dry runs).
 import { execFile } from 'node:child_process';
 import { glob, mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { loadAgentConfig } from '../../src/config/agentConfig.ts';
 import { KUSTOMIZE_DIR } from '../cluster/manifests.ts';
+import { docBlock, shellCommands } from '../support/docBlocks.ts';
 
 const run = promisify(execFile);
 const kubeconfigPath = inject('kubeconfigPath');
@@ -58,15 +59,9 @@ function parseObjects(text: string): KubeObject[] {
     .filter((o): o is KubeObject => o !== null);
 }
 
-/** The README's kustomize commands: the first sh block of its "Without Helm" section. */
-async function readmeCommands(): Promise<string[][]> {
-  const readme = await readFile(join(root, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('### Without Helm: kustomize'));
-  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
-  return block
-    .split('\n')
-    .filter((line) => line.trim() !== '')
-    .map((line) => line.trim().split(/\s+/));
+/** The kustomize commands of docs/installing.md, as words. */
+async function documentedCommands(): Promise<string[][]> {
+  return shellCommands(await docBlock('docs/installing.md', 'Without Helm')).map((line) => line.split(/\s+/));
 }
 
 describe('deploy/kustomize', () => {
@@ -168,8 +163,8 @@ describe('deploy/kustomize', () => {
     expect(agent?.ports.find((p) => p.name === 'metrics')?.containerPort).toBe(config.probes.port);
   });
 
-  it("runs the README's commands against the cluster: the objects pass a strict server-side dry run", async () => {
-    const commands = await readmeCommands();
+  it('runs the commands of docs/installing.md against the cluster: the objects pass a strict server-side dry run', async () => {
+    const commands = await documentedCommands();
     expect(commands.map((c) => c.slice(0, 3).join(' '))).toEqual([
       'kubectl create namespace',
       'kubectl create namespace',

@@ -4,10 +4,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually } from '../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import { docBlock, shellCommands } from '../support/docBlocks.ts';
 
 const REPO = new URL('../..', import.meta.url).pathname.replace(/\/$/, '');
 /** The project's pinned Node (the `node` devDependency), invoked explicitly: ≥ 22.19 as `engines` says. */
@@ -185,6 +186,30 @@ describe('the npm package', () => {
     const { version } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string };
     const result = await exec(NODE, [bin, 'version'], installDir);
     expect(result).toMatchObject({ code: 0, stdout: `${version}\n` });
+  });
+
+  it('installs and runs with the commands of docs/installing.md', async () => {
+    const { version } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string };
+    const commands = shellCommands(await docBlock('docs/installing.md', 'The package'));
+    // The pack is beforeAll's, with --json added to read the tarball's name; the rest run as written,
+    // in an empty directory, with the tarball where the page puts it (/tmp) moved to this test's own.
+    expect(commands).toEqual([
+      'npm pack --pack-destination /tmp',
+      `npm install --omit=dev /tmp/${basename(tarball)}`,
+      'npx k8s-listener version',
+    ]);
+    const dir = join(work, 'documented');
+    await mkdir(dir);
+    const installed = await exec(
+      'bash',
+      ['-c', commands[1]?.replace('/tmp/', `${dirname(tarball)}/`) ?? ''],
+      dir,
+    );
+    expect(installed.code, installed.stderr).toBe(0);
+    expect(await exec('bash', ['-c', commands[2] ?? ''], dir)).toMatchObject({
+      code: 0,
+      stdout: `${version}\n`,
+    });
   });
 
   it('renders a deployment exactly as the sources do', async () => {

@@ -502,11 +502,11 @@ describe('status annotation', () => {
   });
 });
 
-describe('the README section on status', () => {
+describe('the status section of docs/operating.md', () => {
   it('shows the documented JSON shape and the table header the command prints', async () => {
     const { readFile } = await import('node:fs/promises');
-    const readme = await readFile(new URL('../../../README.md', import.meta.url), 'utf8');
-    const section = readme.slice(readme.indexOf('### `k8s-listener status`'));
+    const page = await readFile(new URL('../../../docs/operating.md', import.meta.url), 'utf8');
+    const section = page.slice(page.indexOf('## `k8s-listener status`'));
     const json = /```json\n([\s\S]*?)\n```/.exec(section)?.[1];
     expect(StatusList.parse(JSON.parse(json ?? 'null')).deployments[0]?.state).toBe('DEPLOYED');
     const table = /```\n(NAME[\s\S]*?)\n```/.exec(section)?.[1] ?? '';

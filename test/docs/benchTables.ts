@@ -1,0 +1,90 @@
+// The benchmark tables of bench/README.md, generated from the runs' own records in
+// bench/results/*.json, so no figure is copied by hand.
+import { z } from 'zod';
+
+const SyncResult = z.looseObject({
+  startedAt: z.string(),
+  deployments: z.number(),
+  objects: z.number().optional(),
+  note: z.string().optional(),
+  coldSync: z.looseObject({
+    appliedS: z.number(),
+    agentCpuAtAppliedS: z.number().optional(),
+    deployedS: z.number().nullable().optional(),
+  }),
+  floorS: z.number().nullable().optional(),
+  kubectlS: z.number().nullable().optional(),
+  coldRequestsPerDeployment: z.record(z.string(), z.number()).optional(),
+  steady: z.looseObject({ writesExceptLease: z.number() }).optional(),
+  changeToApplied: z.looseObject({ p99Ms: z.number() }).optional(),
+  memory: z.looseObject({ peakRssMiB: z.number(), peakHeapUsedMiB: z.number().optional() }),
+});
+export type SyncResult = z.infer<typeof SyncResult>;
+
+export class BenchResultError extends Error {
+  override readonly name = 'BenchResultError';
+  readonly file: string;
+  constructor(file: string, cause: unknown) {
+    super(`${file} is not a bench:sync result`, { cause });
+    this.file = file;
+  }
+}
+
+export function parseSyncResult(file: string, text: string): SyncResult {
+  const parsed = SyncResult.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new BenchResultError(file, parsed.error);
+  return parsed.data;
+}
+
+const fixed = (value: number | null | undefined, digits: number) =>
+  value === null || value === undefined ? '–' : value.toFixed(digits);
+const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
+
+function requestsPerDeployment(result: SyncResult): string {
+  const counts = result.coldRequestsPerDeployment;
+  if (!counts) return '–';
+  return Object.values(counts)
+    .reduce((sum, n) => sum + n, 0)
+    .toFixed(1);
+}
+
+/** One row per run, newest first, grouped by N (largest first). */
+export function benchTableMarkdown(results: readonly SyncResult[]): string {
+  const sizes = [...new Set(results.map((r) => r.deployments))].sort((a, b) => b - a);
+  const lines: string[] = [];
+  for (const n of sizes) {
+    const runs = results
+      .filter((r) => r.deployments === n)
+      .sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+    lines.push(
+      `#### N = ${n.toLocaleString('en-US')}`,
+      '',
+      '| run (UTC) | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB | note |',
+      '|---|---|---|---|---|---|---|---|---|---|',
+    );
+    for (const r of runs) {
+      const floor = r.floorS ?? undefined;
+      const kubectl = r.kubectlS ?? undefined;
+      const applied = r.coldSync.appliedS;
+      lines.push(
+        [
+          r.startedAt.slice(0, 16).replace('T', ' '),
+          `${fixed(applied, 1)} (${fixed(r.coldSync.agentCpuAtAppliedS, 1)})`,
+          `${fixed(floor, 1)} / ${fixed(kubectl, 1)}`,
+          floor ? fixed(applied / floor, 2) : '–',
+          kubectl ? fixed(kubectl / applied, 2) : '–',
+          requestsPerDeployment(r),
+          r.steady ? String(r.steady.writesExceptLease) : '–',
+          r.changeToApplied ? fixed(r.changeToApplied.p99Ms / 1000, 1) : '–',
+          `${fixed(r.memory.peakRssMiB, 0)} / ${fixed(r.memory.peakHeapUsedMiB, 0)}`,
+          cell(r.note ?? ''),
+        ]
+          .join(' | ')
+          .replace(/^/, '| ')
+          .concat(' |'),
+      );
+    }
+    lines.push('');
+  }
+  return lines.join('\n');
+}

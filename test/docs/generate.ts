@@ -1,0 +1,56 @@
+// `npm run docs`: writes the generated regions of the docs (configuration reference, chart values,
+// benchmark tables). `--check` writes nothing and exits 1 when a page is stale.
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { benchTableMarkdown, parseSyncResult } from './benchTables.ts';
+import { chartValuesMarkdown } from './chartValues.ts';
+import { configReferenceMarkdown } from './configReference.ts';
+import { replaceRegion } from './regions.ts';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+export interface GeneratedPage {
+  readonly file: string;
+  readonly current: string;
+  readonly generated: string;
+}
+
+async function benchResults() {
+  const dir = join(root, 'bench/results');
+  const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
+  return Promise.all(files.map(async (f) => parseSyncResult(f, await readFile(join(dir, f), 'utf8'))));
+}
+
+/** Each page as it is and as the generators would write it. */
+export async function generatedPages(): Promise<GeneratedPage[]> {
+  const read = (file: string) => readFile(join(root, file), 'utf8');
+  const values = await read('charts/k8s-listener/values.yaml');
+  const schema = JSON.parse(await read('charts/k8s-listener/values.schema.json'));
+  const regions: [string, string, string][] = [
+    ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
+    ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
+    ['bench/README.md', 'sync-results', benchTableMarkdown(await benchResults())],
+  ];
+  const pages = new Map<string, GeneratedPage>();
+  for (const [file, region, content] of regions) {
+    const current = pages.get(file)?.current ?? (await read(file));
+    const base = pages.get(file)?.generated ?? current;
+    pages.set(file, { file, current, generated: replaceRegion(base, file, region, content) });
+  }
+  return [...pages.values()];
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const check = process.argv.includes('--check');
+  let stale = 0;
+  for (const page of await generatedPages()) {
+    if (page.current === page.generated) continue;
+    stale++;
+    if (check) console.error(`${page.file} is stale: run npm run docs`);
+    else {
+      await writeFile(join(root, page.file), page.generated);
+      console.error(`wrote ${page.file}`);
+    }
+  }
+  process.exitCode = check && stale > 0 ? 1 : 0;
+}
