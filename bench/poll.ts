@@ -5,8 +5,12 @@
 import pino from 'pino';
 import { ControlPlaneClient } from '../src/controlplane/client.ts';
 import { startEmulator } from '../src/emulator/server.ts';
+import { AGENT_VERSION } from '../src/version.ts';
+import { loadAverage, machine, writeRecord } from './record.ts';
 
 const COUNT = 1_000;
+const startedAt = new Date();
+const loadAtStart = loadAverage();
 const emulator = await startEmulator({});
 const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
 const listener = await client.createListener({
@@ -43,6 +47,13 @@ const report = {
   maxMs: Number((times.at(-1) ?? 0).toFixed(1)),
 };
 console.log(JSON.stringify(report));
+await writeRecord(startedAt, 'poll', {
+  benchmark: 'poll',
+  startedAt: startedAt.toISOString(),
+  ...report,
+  machine: machine(loadAtStart),
+  versions: { agent: AGENT_VERSION, node: process.version },
+});
 if (report.medianMs >= 250) {
   console.error(`poll benchmark over target: median ${report.medianMs} ms ≥ 250 ms`);
   process.exit(1);

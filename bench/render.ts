@@ -4,10 +4,14 @@
 // Run: npm run bench
 import fc from 'fast-check';
 import { renderDeployment } from '../src/render/index.ts';
+import { AGENT_VERSION } from '../src/version.ts';
 import { goldenConfig, listener } from '../test/support/renderFixtures.ts';
 import { validDeployment } from '../test/support/specArbitraries.ts';
+import { loadAverage, machine, writeRecord } from './record.ts';
 
 const COUNT = 2_000;
+const startedAt = new Date();
+const loadAtStart = loadAverage();
 const deployments = fc.sample(validDeployment, { numRuns: COUNT, seed: 42 });
 for (const deployment of deployments.slice(0, 100))
   renderDeployment({ deployment, revision: undefined, listener, allowedNamespaces: undefined }, goldenConfig);
@@ -40,6 +44,13 @@ const report = {
   heldHeapMiB: Number(heapMiB.toFixed(1)),
 };
 console.log(JSON.stringify(report));
+await writeRecord(startedAt, 'render', {
+  benchmark: 'render',
+  startedAt: startedAt.toISOString(),
+  ...report,
+  machine: machine(loadAtStart),
+  versions: { agent: AGENT_VERSION, node: process.version },
+});
 const failures = [
   report.medianMs < 1 ? '' : `median ${report.medianMs} ms ≥ 1 ms`,
   report.p99Ms < 5 ? '' : `p99 ${report.p99Ms} ms ≥ 5 ms`,

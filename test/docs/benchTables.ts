@@ -21,6 +21,18 @@ const SyncResult = z.looseObject({
 });
 export type SyncResult = z.infer<typeof SyncResult>;
 
+const MicroResult = z.looseObject({
+  benchmark: z.enum(['render', 'poll']),
+  startedAt: z.string(),
+  deployments: z.number(),
+  medianMs: z.number(),
+  p99Ms: z.number().optional(),
+  maxMs: z.number().optional(),
+  heldHeapMiB: z.number().optional(),
+  machine: z.looseObject({ loadAverageAtStart: z.array(z.number()) }),
+});
+export type MicroResult = z.infer<typeof MicroResult>;
+
 export class BenchResultError extends Error {
   override readonly name = 'BenchResultError';
   readonly file: string;
@@ -30,10 +42,33 @@ export class BenchResultError extends Error {
   }
 }
 
-export function parseSyncResult(file: string, text: string): SyncResult {
-  const parsed = SyncResult.safeParse(JSON.parse(text));
+export type BenchResult =
+  | { readonly kind: 'sync'; readonly result: SyncResult }
+  | { readonly kind: 'micro'; readonly result: MicroResult };
+
+/** A record of bench/results: `<time>-render.json`, `<time>-poll.json`, else a bench:sync run. */
+export function parseBenchResult(file: string, text: string): BenchResult {
+  const json: unknown = JSON.parse(text);
+  const micro = /-(render|poll)\.json$/.test(file);
+  const parsed = micro ? MicroResult.safeParse(json) : SyncResult.safeParse(json);
   if (!parsed.success) throw new BenchResultError(file, parsed.error);
-  return parsed.data;
+  return micro
+    ? { kind: 'micro', result: parsed.data as MicroResult }
+    : { kind: 'sync', result: parsed.data as SyncResult };
+}
+
+/** `npm run bench`'s runs, newest first: render and poll side by side when run together. */
+export function microTableMarkdown(results: readonly MicroResult[]): string {
+  const rows = [...results]
+    .sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+    .map((r) => {
+      const figures =
+        r.benchmark === 'render'
+          ? `median ${fixed(r.medianMs, 2)} ms, p99 ${fixed(r.p99Ms, 2)} ms per deployment; ${fixed(r.heldHeapMiB, 1)} MiB held for ${r.deployments.toLocaleString('en-US')}`
+          : `median ${fixed(r.medianMs, 1)} ms, max ${fixed(r.maxMs, 1)} ms per complete listing of ${r.deployments.toLocaleString('en-US')}`;
+      return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.benchmark} | ${figures} | ${r.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'} |`;
+    });
+  return ['| run (UTC) | benchmark | figures | load at start |', '|---|---|---|---|', ...rows, ''].join('\n');
 }
 
 const fixed = (value: number | null | undefined, digits: number) =>

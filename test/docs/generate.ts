@@ -2,7 +2,7 @@
 // benchmark tables). `--check` writes nothing and exits 1 when a page is stale.
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { benchTableMarkdown, parseSyncResult } from './benchTables.ts';
+import { type BenchResult, benchTableMarkdown, microTableMarkdown, parseBenchResult } from './benchTables.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
 import { replaceRegion } from './regions.ts';
@@ -15,10 +15,10 @@ export interface GeneratedPage {
   readonly generated: string;
 }
 
-async function benchResults() {
+async function benchResults(): Promise<BenchResult[]> {
   const dir = join(root, 'bench/results');
   const files = (await readdir(dir)).filter((f) => f.endsWith('.json')).sort();
-  return Promise.all(files.map(async (f) => parseSyncResult(f, await readFile(join(dir, f), 'utf8'))));
+  return Promise.all(files.map(async (f) => parseBenchResult(f, await readFile(join(dir, f), 'utf8'))));
 }
 
 /** Each page as it is and as the generators would write it. */
@@ -26,10 +26,14 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
   const read = (file: string) => readFile(join(root, file), 'utf8');
   const values = await read('charts/k8s-listener/values.yaml');
   const schema = JSON.parse(await read('charts/k8s-listener/values.schema.json'));
+  const results = await benchResults();
+  const sync = results.flatMap((r) => (r.kind === 'sync' ? [r.result] : []));
+  const micro = results.flatMap((r) => (r.kind === 'micro' ? [r.result] : []));
   const regions: [string, string, string][] = [
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
-    ['bench/README.md', 'sync-results', benchTableMarkdown(await benchResults())],
+    ['bench/README.md', 'render-poll-results', microTableMarkdown(micro)],
+    ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
   ];
   const pages = new Map<string, GeneratedPage>();
   for (const [file, region, content] of regions) {
