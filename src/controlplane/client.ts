@@ -9,13 +9,14 @@ import { parseJsonOrUndefined } from '../jsonText.ts';
 import { sleep } from '../sleep.ts';
 import { ApiKeyFile, type ApiKeySource, fixedApiKey } from './apiKey.ts';
 import { ControlPlaneError } from './errors.ts';
-import { type Parsed, parseResource, safeParseResource } from './parse.ts';
+import { type Parsed, parseResource, type ResourceIdentity, safeParseResource } from './parse.ts';
 import { isRetryable, parseRetryAfter, type RetryPolicy, retryDelayMs } from './retryPolicy.ts';
 import {
   type AgentConnection,
   AgentConnectionList,
   Deployment,
   type DeploymentCreate,
+  DeploymentIdentity,
   type DeploymentPatch,
   type DeploymentStatus,
   type DeploymentType,
@@ -80,6 +81,8 @@ export interface RevisionFilter {
 export interface InvalidItem {
   readonly id: string | undefined;
   readonly error: Error;
+  /** Whose it is and where it goes, as far as that can be read (deployments). */
+  readonly identity?: ResourceIdentity | undefined;
 }
 
 export interface CompleteListing<T> {
@@ -270,7 +273,17 @@ export class ControlPlaneClient {
   }
 
   deployments(filter: DeploymentFilter = {}, options: CallOptions = {}): AsyncGenerator<Parsed<Deployment>> {
-    return this.#paginate(route('/v2/deployments'), { ...filter }, Deployment, 'deployment', options);
+    return this.#paginate(
+      route('/v2/deployments'),
+      { ...filter },
+      Deployment,
+      'deployment',
+      options,
+      (raw) => {
+        const identity = DeploymentIdentity.safeParse(raw);
+        return identity.success ? identity.data : undefined;
+      },
+    );
   }
 
   revisions(
@@ -359,6 +372,7 @@ export class ControlPlaneClient {
     schema: S,
     resource: string,
     options: CallOptions = {},
+    identify?: (raw: unknown) => ResourceIdentity | undefined,
   ): AsyncGenerator<Parsed<z.infer<S>>> {
     const { path } = target;
     let offset = 0;
@@ -378,7 +392,8 @@ export class ControlPlaneClient {
         });
       }
       if (page.data.resources.length === 0) return;
-      for (const item of page.data.resources) yield safeParseResource(schema, item, resource);
+      for (const item of page.data.resources)
+        yield safeParseResource(schema, item, resource, undefined, identify);
       if (page.data.offset <= offset) {
         throw new ControlPlaneError(`GET ${path} did not advance its offset past ${offset}`, {
           code: 'INVALID_RESPONSE',
@@ -530,7 +545,7 @@ async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<Complete
   const invalid: InvalidItem[] = [];
   for await (const parsed of iterator) {
     if (parsed.ok) items.push(parsed.value);
-    else invalid.push({ id: parsed.id, error: parsed.error });
+    else invalid.push({ id: parsed.id, error: parsed.error, identity: parsed.identity });
   }
   return { items, invalid };
 }

@@ -24,9 +24,25 @@ export class SchemaValidationError extends Error {
   }
 }
 
+/**
+ * What can still be read of a resource that failed validation, field by field: enough to know
+ * whose it is and to report it, never a value beyond these.
+ */
+export interface ResourceIdentity {
+  readonly name?: string | undefined;
+  readonly listenerId?: string | undefined;
+  readonly namespace?: string | undefined;
+  readonly latestRevisionId?: string | undefined;
+}
+
 export type Parsed<T> =
   | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly id: string | undefined; readonly error: SchemaValidationError };
+  | {
+      readonly ok: false;
+      readonly id: string | undefined;
+      readonly error: SchemaValidationError;
+      readonly identity?: ResourceIdentity | undefined;
+    };
 
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
@@ -51,6 +67,7 @@ export function safeParseResource<S extends z.ZodType>(
   data: unknown,
   resource: string,
   id: string | undefined = rawId(data),
+  identify?: (data: unknown) => ResourceIdentity | undefined,
 ): Parsed<z.infer<S>> {
   const result = schema.safeParse(data);
   if (result.success) return { ok: true, value: result.data };
@@ -58,7 +75,12 @@ export function safeParseResource<S extends z.ZodType>(
     path: formatPath(issue.path),
     message: issue.message,
   }));
-  return { ok: false, id, error: new SchemaValidationError(resource, id, issues) };
+  return {
+    ok: false,
+    id,
+    error: new SchemaValidationError(resource, id, issues),
+    identity: identify?.(data),
+  };
 }
 
 export function parseResource<S extends z.ZodType>(

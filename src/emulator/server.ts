@@ -48,9 +48,22 @@ const DEFAULT_LIMIT = 20;
 
 // Request bodies are strict: a read-only or unknown field (id, name in a PATCH, status…) is
 // refused with 422 naming it, the same way on every endpoint.
-const PatchBody = z.strictObject(DeploymentPatch.shape);
+// `tracked_packages` is the real control plane's (its CLI sends the packages a build tracks): accepted, not kept.
+const PatchBody = z.strictObject({
+  ...DeploymentPatch.shape,
+  tracked_packages: z.array(z.string()).nullish(),
+});
 const CreateBody = z.strictObject(DeploymentCreate.shape);
 const ListenerBody = z.strictObject(ListenerWrite.shape);
+/** Body of the real control plane's deploy-log queries (what `langgraph deploy logs` sends). */
+const DeployLogQuery = z.object({
+  limit: z.number().int().min(1).max(1000).default(100),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  level: z.string().optional(),
+  query: z.string().optional(),
+  start_time: z.string().optional(),
+  end_time: z.string().optional(),
+});
 
 interface Request {
   readonly params: readonly string[];
@@ -84,7 +97,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     res.setHeader('x-request-id', requestId);
     handle(req, res).catch((error: unknown) => {
       logger.error({ err: error, requestId }, 'unhandled emulator error');
-      if (!res.headersSent) send(res, 500, { error: { code: 'internal', message: 'internal error' } });
+      if (!res.headersSent) send(res, 500, errorBody('internal', 'internal error'));
     });
   });
 
@@ -94,7 +107,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     if (expectedKey !== undefined) {
       const given = req.headers['x-api-key'];
       if (typeof given !== 'string' || !timingSafeEqual(digest(given), expectedKey)) {
-        send(res, 401, { error: { code: 'unauthorized', message: 'a valid X-Api-Key header is required' } });
+        send(res, 401, errorBody('unauthorized', 'a valid X-Api-Key header is required'));
         return;
       }
     }
@@ -103,11 +116,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     if (!route) {
       if (matching.length > 0) {
         res.setHeader('allow', matching.map((r) => r.method).join(', '));
-        send(res, 405, {
-          error: { code: 'method_not_allowed', message: `${req.method} is not allowed here` },
-        });
+        send(res, 405, errorBody('method_not_allowed', `${req.method} is not allowed here`));
       } else {
-        send(res, 404, { error: { code: 'not_found', message: `no route for ${url.pathname}` } });
+        send(res, 404, errorBody('not_found', `no route for ${url.pathname}`));
       }
       return;
     }
@@ -124,9 +135,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
       if (req.method !== 'GET' && reply.status < 300) persist.schedule();
     } catch (error) {
       if (!(error instanceof EmulatorError)) throw error;
-      send(res, error.status, {
-        error: { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) },
-      });
+      send(res, error.status, errorBody(error.code, error.message, error.field));
     }
     // Paths and statuses only: bodies may hold secret values.
     logger.debug(
@@ -193,6 +202,7 @@ function buildRoutes(store: EmulatorStore): Route[] {
       const deploymentType = enumParam(query, 'deployment_type', DeploymentType);
       const all = store.listDeployments({
         tenantId,
+        name: query.get('name') ?? undefined,
         nameContains: query.get('name_contains') ?? undefined,
         status,
         remoteReconciled: booleanParam(query, 'remote_reconciled'),
@@ -230,6 +240,28 @@ function buildRoutes(store: EmulatorStore): Route[] {
       );
       return ok(page(revisions, query));
     }),
+    route(
+      'GET',
+      `/v2/deployments/${id}/revisions/${id}`,
+      ({ params: [deploymentId = '', revisionId = ''], tenantId }) =>
+        ok(store.getRevision(deploymentId, revisionId, tenantId)),
+    ),
+    // The real control plane's log endpoints (`langgraph deploy logs`): here, what the listener reported.
+    route('POST', `/v1/projects/${id}/deploy_logs`, async ({ params: [deploymentId = ''], body, tenantId }) =>
+      ok({ logs: store.deployLogs(deploymentId, parseBody(DeployLogQuery, await body()), tenantId) }),
+    ),
+    route(
+      'POST',
+      `/v1/projects/${id}/revisions/${id}/deploy_logs`,
+      async ({ params: [deploymentId = '', revisionId = ''], body, tenantId }) =>
+        ok({
+          logs: store.deployLogs(
+            deploymentId,
+            { ...parseBody(DeployLogQuery, await body()), revisionId },
+            tenantId,
+          ),
+        }),
+    ),
     route(
       'POST',
       `/v2/deployments/${id}/revisions/${id}/redeploy`,
@@ -337,6 +369,14 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch {
     throw new EmulatorError(400, 'bad_request', 'request body is not valid JSON');
   }
+}
+
+/**
+ * Our error object, and FastAPI's `detail` beside it: the real control plane's clients (its CLI)
+ * read a refusal's reason from `detail`.
+ */
+function errorBody(code: string, message: string, field?: string) {
+  return { error: { code, message, ...(field ? { field } : {}) }, detail: message };
 }
 
 function send(res: ServerResponse, status: number, body?: unknown): void {

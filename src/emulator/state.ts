@@ -9,12 +9,24 @@ import {
   Revision,
 } from '../controlplane/schemas/index.ts';
 
+/** A line of `deploy logs` (the real control plane's /v1 log endpoints): what the listener reported. */
+export const DeployLogEntry = z.object({
+  id: z.string(),
+  timestamp: z.string(),
+  level: z.enum(['INFO', 'WARNING', 'ERROR']),
+  message: z.string(),
+  revision_id: z.string().nullable(),
+});
+export type DeployLogEntry = z.infer<typeof DeployLogEntry>;
+
 export const StoredDeployment = z.object({
   deployment: Deployment,
   /** Oldest first; the API lists them newest first. */
   revisions: z.array(Revision),
   /** Tag value ids, matched by the `tag_value_ids` filter. Not part of the Deployment resource. */
   tag_value_ids: z.array(z.string()).default([]),
+  /** Oldest first: each status report that carried a message. */
+  deploy_logs: z.array(DeployLogEntry).default([]),
 });
 export type StoredDeployment = z.infer<typeof StoredDeployment>;
 

@@ -15,7 +15,8 @@ import type {
   SourceRevisionConfig,
   StatusReport,
 } from '../controlplane/schemas/index.ts';
-import type { EmulatorState, StoredDeployment } from './state.ts';
+import { sourceMeaning } from '../controlplane/schemas/index.ts';
+import type { DeployLogEntry, EmulatorState, StoredDeployment } from './state.ts';
 
 export class EmulatorError extends Error {
   override readonly name = 'EmulatorError';
@@ -37,6 +38,8 @@ const invalid = (field: string, message: string) =>
 
 export interface DeploymentQuery {
   readonly tenantId?: string | undefined;
+  /** Exact name (the real control plane's filter, which its CLI sends). */
+  readonly name?: string | undefined;
   readonly nameContains?: string | undefined;
   readonly status?: DeploymentStatus | undefined;
   readonly remoteReconciled?: boolean | undefined;
@@ -140,6 +143,7 @@ export class EmulatorStore {
     return this.#state.deployments
       .filter(({ deployment: d, tag_value_ids }) => {
         if (query.tenantId !== undefined && d.tenant_id !== query.tenantId) return false;
+        if (query.name !== undefined && d.name !== query.name) return false;
         if (query.nameContains !== undefined && !d.name.includes(query.nameContains)) return false;
         if (query.status !== undefined && d.status !== query.status) return false;
         if (query.remoteReconciled !== undefined && isRemote(d) !== query.remoteReconciled) return false;
@@ -159,6 +163,19 @@ export class EmulatorStore {
 
   createDeployment(body: DeploymentCreate, tenantId: string | undefined): Deployment {
     const sourceConfig = normaliseSourceConfig(body.source_config ?? {});
+    // As the real control plane: where listeners exist, an external image runs on one of them.
+    if (
+      sourceMeaning(body.source) === 'external_container' &&
+      sourceConfig.listener_id == null &&
+      this.#state.listeners.length > 0
+    ) {
+      throw new EmulatorError(
+        400,
+        'listener_required',
+        `'listener_id' is required: this tenant deploys ${body.source} images through its listeners (source_config.listener_id and source_config.listener_config.k8s_namespace)`,
+        'source_config.listener_id',
+      );
+    }
     this.#validateBinding(body.source, sourceConfig, body.secret_references);
     const now = this.#timestamp();
     const revisionConfig = revisionConfigOf(body.source_revision_config ?? {});
@@ -178,7 +195,7 @@ export class EmulatorStore {
       latest_revision_id: null,
       active_revision_id: null,
     };
-    const stored: StoredDeployment = { deployment, revisions: [], tag_value_ids: [] };
+    const stored: StoredDeployment = { deployment, revisions: [], tag_value_ids: [], deploy_logs: [] };
     this.#addRevision(stored, revisionConfig, now);
     this.#state.deployments.push(stored);
     return deployment;
@@ -194,8 +211,8 @@ export class EmulatorStore {
     const secretReferences =
       patch.secret_references === undefined ? current.secret_references : patch.secret_references;
     this.#validateBinding(current.source, sourceConfig, secretReferences);
-    if (patch.revision_source != null && current.source === 'external_container') {
-      throw invalid('revision_source', 'revision_source does not apply to external_container deployments');
+    if (patch.revision_source != null && sourceMeaning(current.source) === 'external_container') {
+      throw invalid('revision_source', `revision_source does not apply to ${current.source} deployments`);
     }
     const now = this.#timestamp();
     current.source_config = sourceConfig;
@@ -242,6 +259,34 @@ export class EmulatorStore {
     return stored.deployment;
   }
 
+  getRevision(id: string, revisionId: string, tenantId?: string): Revision {
+    const revision = this.#stored(id, tenantId).revisions.find((r) => r.id === revisionId);
+    if (!revision) throw notFound('revision', revisionId);
+    return revision;
+  }
+
+  /** Newest first when `order` is desc; at most `limit`; only the revision's when one is named. */
+  deployLogs(
+    id: string,
+    query: {
+      revisionId?: string | undefined;
+      limit: number;
+      order: 'asc' | 'desc';
+      level?: string | undefined;
+    },
+    tenantId?: string,
+  ): DeployLogEntry[] {
+    const stored = this.#stored(id, tenantId);
+    if (query.revisionId !== undefined) this.getRevision(id, query.revisionId, tenantId);
+    const entries = stored.deploy_logs.filter(
+      (e) =>
+        (query.revisionId === undefined || e.revision_id === query.revisionId) &&
+        (query.level === undefined || e.level === query.level),
+    );
+    const ordered = query.order === 'desc' ? entries.reverse() : entries;
+    return ordered.slice(0, query.limit);
+  }
+
   listRevisions(id: string, query: RevisionQuery, tenantId?: string): Revision[] {
     const stored = this.#stored(id, tenantId);
     if (query.remoteReconciled !== undefined && isRemote(stored.deployment) !== query.remoteReconciled)
@@ -283,6 +328,15 @@ export class EmulatorStore {
       }
       if (report.deployment_status != null && deployment.status !== 'AWAITING_DELETE') {
         deployment.status = report.deployment_status;
+      }
+      if (report.message != null) {
+        stored.deploy_logs.push({
+          id: randomUUID(),
+          timestamp: now,
+          level: report.revision_status === 'DEPLOY_FAILED' ? 'ERROR' : 'INFO',
+          message: report.revision_status ? `${report.revision_status}: ${report.message}` : report.message,
+          revision_id: report.revision_id ?? null,
+        });
       }
       deployment.updated_at = now;
       applied++;
@@ -326,12 +380,19 @@ export class EmulatorStore {
     config: SourceConfig,
     secretReferences: Deployment['secret_references'],
   ): void {
-    if (secretReferences?.length && source !== 'external_container') {
-      throw invalid('secret_references', 'secret_references apply only to external_container deployments');
+    const external = sourceMeaning(source) === 'external_container';
+    if (secretReferences?.length && !external) {
+      throw invalid(
+        'secret_references',
+        'secret_references apply only to external_container (external_docker) deployments',
+      );
     }
     if (config.listener_id == null) return;
-    if (source !== 'external_container') {
-      throw invalid('source', 'only external_container deployments can be bound to a listener');
+    if (!external) {
+      throw invalid(
+        'source',
+        'only external_container (external_docker) deployments can be bound to a listener',
+      );
     }
     const listener = this.#state.listeners.find((l) => l.id === config.listener_id);
     if (!listener)

@@ -10,8 +10,12 @@ export type DesiredEntry =
       readonly target: Target;
       readonly fingerprint: string;
     }
-  /** Listed, but failing validation: its objects are kept, and it is reported failed. */
-  | { readonly kind: 'invalid'; readonly message: string }
+  /**
+   * Listed, but failing validation (an enum value this agent does not know, a wrong type, an
+   * unreadable revision): nothing is written or deleted for it, and it is reported failed, on its
+   * latest revision when that can be read.
+   */
+  | { readonly kind: 'invalid'; readonly message: string; readonly revisionId?: string | undefined }
   /** Gone from a complete listing (the prune guard allowed it): its objects are deleted. */
   | { readonly kind: 'gone' };
 

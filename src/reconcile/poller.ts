@@ -47,7 +47,12 @@ export class Poller {
       return false;
     }
     const { desired, listenerId } = this.#o;
-    const known = new Set([...this.#o.knownIds(), ...desired.ids()]);
+    const withObjects = new Set(this.#o.knownIds());
+    const known = new Set([...withObjects, ...desired.ids()]);
+    // An unreadable deployment that never ran fails its latest revision (a client waiting on it
+    // hears why); one already running keeps its revision's verdict and is told as a message.
+    const failingRevision = (id: string, latest: string | undefined) =>
+      withObjects.has(id) ? undefined : latest;
     const listed = new Set<string>();
     let completeForPrune = true;
 
@@ -56,14 +61,15 @@ export class Poller {
         completeForPrune = false;
         continue;
       }
-      // It may be another listener's; only one this listener knows is taken as its own.
-      if (!known.has(invalid.id)) continue;
+      // It may be another listener's: it is this one's when it knows it, or when its listener id
+      // can still be read and is this one's.
+      if (!known.has(invalid.id) && invalid.identity?.listenerId !== listenerId) continue;
       listed.add(invalid.id);
-      const previous = desired.get(invalid.id);
-      if (previous?.kind !== 'invalid') {
-        desired.set(invalid.id, { kind: 'invalid', message: invalid.error.message });
-        this.#o.enqueue(invalid.id);
-      }
+      this.#invalid(
+        invalid.id,
+        invalid.error.message,
+        failingRevision(invalid.id, invalid.identity?.latestRevisionId),
+      );
     }
 
     for (const deployment of listing.items) {
@@ -74,6 +80,16 @@ export class Poller {
       if (previous?.kind === 'present' && previous.fingerprint === fingerprint) continue;
       try {
         const revisions = await this.#o.client.listAllRevisions(deployment.id, {}, { signal });
+        // A revision it cannot read may be the newest: no target is chosen without it.
+        const unreadable = revisions.invalid[0];
+        if (unreadable) {
+          this.#invalid(
+            deployment.id,
+            unreadable.error.message,
+            failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
+          );
+          continue;
+        }
         desired.set(deployment.id, {
           kind: 'present',
           deployment,
@@ -113,5 +129,14 @@ export class Poller {
     this.#o.metrics.polls.inc({ result: 'ok' });
     await this.#o.reporter.flush();
     return true;
+  }
+
+  /** A deployment of this listener that fails validation: reported, nothing written or deleted. */
+  #invalid(id: string, message: string, revisionId: string | undefined): void {
+    const previous = this.#o.desired.get(id);
+    if (previous?.kind === 'invalid' && previous.message === message && previous.revisionId === revisionId)
+      return;
+    this.#o.desired.set(id, { kind: 'invalid', message, revisionId });
+    this.#o.enqueue(id);
   }
 }

@@ -90,8 +90,11 @@ export async function previewListener(options: PreviewOptions, only?: string): P
   await inventories.load(options.namespaces);
   const known = new Set(inventories.deploymentIds());
   const mine = listing.items.filter((d) => d.source_config.listener_id === listener.id);
-  // As the poller: an invalid item counts as this listener's only when it has objects here.
-  const invalid = listing.invalid.filter((item) => item.id !== undefined && known.has(item.id));
+  // As the poller: an invalid item is this listener's when it has objects here, or when its
+  // listener id can still be read and is this listener's.
+  const invalid = listing.invalid.filter(
+    (item) => item.id !== undefined && (known.has(item.id) || item.identity?.listenerId === listener.id),
+  );
   const listed = new Set([...mine.map((d) => d.id), ...invalid.flatMap((i) => (i.id ? [i.id] : []))]);
   const complete = listing.invalid.every((item) => item.id !== undefined);
 
@@ -120,10 +123,10 @@ export async function previewListener(options: PreviewOptions, only?: string): P
   }
   for (const item of invalid) {
     const id = item.id ?? '';
-    if (!wanted(id)) continue;
+    if (!wanted(id, item.identity?.name)) continue;
     results.push({
       id,
-      name: undefined,
+      name: item.identity?.name,
       state: 'invalid',
       problems: [{ path: '(deployment)', message: item.error.message }],
     });

@@ -26,12 +26,23 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
-import { type KubeObject, type RenderConfig, renderDeployment } from '../render/index.ts';
+import {
+  type KubeObject,
+  type RenderConfig,
+  type RenderedDeployment,
+  renderDeployment,
+} from '../render/index.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { PodProblemClock } from '../report/podProblems.ts';
-import { computeRollout, type PodProblem, Reason, type RolloutStatus } from '../report/rolloutStatus.ts';
+import {
+  computeRollout,
+  type PodProblem,
+  Reason,
+  type RolloutStatus,
+  withStatusNotes,
+} from '../report/rolloutStatus.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import { driftPath } from './drift.ts';
@@ -148,7 +159,7 @@ export class Reconciler {
     if (repairOnly && !attempted.applied) return { result: 'done', detail: 'settled' };
 
     // 1. Render: pure; a bad deployment fails alone, with every problem named.
-    const { namespace, objects, specHash } = this.#render(entry);
+    const { namespace, objects, specHash, statusNotes } = this.#render(entry);
     const logIn = withDeploymentFields(log, { namespace });
     const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId };
 
@@ -173,7 +184,10 @@ export class Reconciler {
     if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
 
     // 5. Status: the rollout, from the live objects and their pods.
-    const status = await this.#rollout(deploymentId, namespace, objects, live, signal);
+    const status = withStatusNotes(
+      await this.#rollout(deploymentId, namespace, objects, live, signal),
+      statusNotes,
+    );
 
     // 6. Report it where it is read.
     await this.#report.status(
@@ -208,7 +222,7 @@ export class Reconciler {
     return placed.length === 1 ? withDeploymentFields(log, { namespace: placed[0]?.namespace }) : log;
   }
 
-  #render(entry: PresentEntry): { namespace: string; objects: readonly KubeObject[]; specHash: string } {
+  #render(entry: PresentEntry): RenderedDeployment {
     const rendered = renderDeployment(
       {
         deployment: entry.deployment,
@@ -332,7 +346,12 @@ export class Reconciler {
       return { result: 'retry', error };
     }
     log.warn({ reason: terminal.reason, err: error }, 'deployment failed');
-    const revisionId = entry?.kind === 'present' ? revisionOf(entry) : undefined;
+    const revisionId =
+      entry?.kind === 'present'
+        ? revisionOf(entry)
+        : entry?.kind === 'invalid'
+          ? entry.revisionId
+          : undefined;
     await this.#report.failed(deploymentId, revisionId, terminal, log);
     if (isNamespaceUnavailable(error)) {
       // Reported, yet retried: the namespace may be created (or finish terminating) later.

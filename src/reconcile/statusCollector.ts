@@ -129,8 +129,12 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
   const listener = await controlPlane.getListener(listenerId);
   const listing = await controlPlane.listAllDeployments({ remote_reconciled: true });
   const deployments = listing.items.filter((d) => d.source_config.listener_id === listenerId);
-  const targets = await mapLimit(deployments, REVISION_CONCURRENCY, async (deployment) =>
-    chooseTarget(deployment, (await controlPlane.listAllRevisions(deployment.id)).items),
+  // As the poller: a revision that cannot be read makes its deployment invalid, never an older target.
+  const revisionListings = await mapLimit(deployments, REVISION_CONCURRENCY, (deployment) =>
+    controlPlane.listAllRevisions(deployment.id),
+  );
+  const targets = deployments.map((deployment, i) =>
+    chooseTarget(deployment, revisionListings[i]?.items ?? []),
   );
 
   // The desired objects, as the agent renders them.
@@ -175,12 +179,15 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
         revisionUpdatedAt: target?.revision?.updated_at,
         settled: target?.settled,
         deleting: deletingReason(deployment),
-        invalid: result && !result.ok ? result.error.message : undefined,
+        invalid:
+          revisionListings[i]?.invalid[0]?.error.message ??
+          (result && !result.ok ? result.error.message : undefined),
         annotation: annotations.get(deployment.id),
         objects,
         claims: deploymentClaims,
         now,
         failureGraceMs,
+        statusNotes: result?.ok ? result.value.statusNotes : undefined,
       }),
       objects,
       claims: deploymentClaims,
@@ -192,6 +199,31 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
   const invalid = new Map(
     listing.invalid.flatMap((item) => (item.id ? [[item.id, item.error.message]] : [])),
   );
+  // Failing validation before the agent wrote anything: this listener's when its id says so.
+  for (const item of listing.invalid) {
+    if (!item.id || item.identity?.listenerId !== listenerId || inventories.get(item.id).length > 0) continue;
+    listed.add(item.id);
+    observations.push({
+      row: deriveStatusRow({
+        id: item.id,
+        name: item.identity.name ?? item.id,
+        namespace: item.identity.namespace,
+        revisionId: item.identity.latestRevisionId,
+        revisionStatus: undefined,
+        revisionUpdatedAt: undefined,
+        settled: undefined,
+        deleting: undefined,
+        invalid: item.error.message,
+        annotation: annotations.get(item.id),
+        objects: [],
+        claims: [],
+        now,
+        failureGraceMs,
+      }),
+      objects: [],
+      claims: [],
+    });
+  }
   for (const id of inventories.deploymentIds()) {
     if (listed.has(id)) continue;
     const recorded = inventories.get(id).flatMap((p) => p.inventory.entries);

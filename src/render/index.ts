@@ -29,6 +29,8 @@ export interface RenderedDeployment {
   readonly specHash: string;
   readonly objects: KubeObject[];
   readonly notes: readonly string[];
+  /** Notes the deployment's status message carries (its owner reads them there). */
+  readonly statusNotes: readonly string[];
 }
 
 export type RenderResult =
@@ -49,6 +51,7 @@ export function renderDeployment(input: RenderInput, config: RenderConfig): Rend
         specHash: canonicalHash(objects),
         objects,
         notes: plan.notes,
+        statusNotes: plan.statusNotes,
       },
     };
   } catch (cause) {

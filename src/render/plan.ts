@@ -11,6 +11,7 @@ import type {
   SecretReference,
   VolumeMount,
 } from '../controlplane/schemas/index.ts';
+import { sourceMeaning } from '../controlplane/schemas/index.ts';
 import type { RenderProblem } from './errors.ts';
 import {
   baseName,
@@ -48,7 +49,8 @@ export interface RenderPlan {
   readonly namespace: string;
   readonly base: string;
   readonly image: string;
-  readonly deploymentType: DeploymentType;
+  /** As rendered: `dev_zero` runs as `dev`. */
+  readonly deploymentType: Exclude<DeploymentType, 'dev_zero'>;
   readonly workloads: readonly AppWorkloadPlan[];
   readonly database:
     | {
@@ -64,7 +66,12 @@ export interface RenderPlan {
   readonly host: string | undefined;
   /** What an operator should know that is not an error (e.g. a database brought by the user). */
   readonly notes: readonly string[];
+  /** What the deployment's owner should know: carried by its status message (notes too). */
+  readonly statusNotes: readonly string[];
 }
+
+export const DEV_ZERO_NOTE =
+  'deployment_type dev_zero runs as dev: scaling to zero needs an activator in front of the Service, which this agent does not provide';
 
 export interface PlanInput {
   readonly deployment: Deployment;
@@ -125,10 +132,10 @@ export function planDeployment(
   const spec: ResourceSpec = deployment.source_config.resource_spec ?? {};
   const notes: string[] = [];
 
-  if (deployment.source !== 'external_container') {
+  if (sourceMeaning(deployment.source) !== 'external_container') {
     problems.add(
       'source',
-      `unsupported source ${deployment.source}: a self-hosted listener runs only external_container deployments`,
+      `unsupported source ${deployment.source}: a self-hosted listener runs only external_container (external_docker) deployments`,
     );
   }
   if (deployment.source_config.listener_id !== listener.id) {
@@ -149,7 +156,9 @@ export function planDeployment(
   else if (/\s/.test(image))
     problems.add('source_revision_config.image_uri', 'an image reference cannot contain white space');
 
-  const deploymentType = deployment.source_config.deployment_type ?? 'dev';
+  const asked = deployment.source_config.deployment_type ?? 'dev';
+  const deploymentType = asked === 'dev_zero' ? 'dev' : asked;
+  const statusNotes = asked === 'dev_zero' ? [DEV_ZERO_NOTE] : [];
   const defaults = config.defaults[deploymentType];
   const numbers = checkNumbers(spec, problems);
 
@@ -243,7 +252,8 @@ export function planDeployment(
       secretReferences,
       spec,
       host: config.ingress.className ? host : undefined,
-      notes,
+      notes: [...notes, ...statusNotes],
+      statusNotes,
     },
   };
 }

@@ -272,6 +272,17 @@ export interface RolloutStatus {
   readonly message: string;
 }
 
+/** A message with what the deployment's owner should know of how it was rendered. */
+export function notedMessage(message: string, notes: readonly string[] = []): string {
+  return notes.length === 0 ? message : `${message} (${notes.join('; ')})`;
+}
+
+/** A rollout with its notes (for example that dev_zero runs as dev); a failure stays the failure alone. */
+export function withStatusNotes(status: RolloutStatus, notes: readonly string[]): RolloutStatus {
+  if (notes.length === 0 || status.revisionStatus === 'DEPLOY_FAILED') return status;
+  return { ...status, message: notedMessage(status.message, notes) };
+}
+
 const BACKOFF_REASONS: Record<string, Reason> = {
   ImagePullBackOff: Reason.PodImagePull,
   ErrImagePull: Reason.PodImagePull,

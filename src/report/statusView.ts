@@ -4,7 +4,13 @@
 // src/reconcile/statusCollector.ts.
 import { z } from 'zod';
 import { fieldAt } from '../objects/fields.ts';
-import { computeObjectStatus, computeRollout, type LiveObject, Reason } from './rolloutStatus.ts';
+import {
+  computeObjectStatus,
+  computeRollout,
+  type LiveObject,
+  notedMessage,
+  Reason,
+} from './rolloutStatus.ts';
 import type { StatusAnnotation } from './statusAnnotation.ts';
 
 // --- The documented output shape (`--output json|yaml`)
@@ -132,6 +138,8 @@ export interface RowInput {
   readonly claims: readonly LiveObject[];
   readonly now: number;
   readonly failureGraceMs: number;
+  /** Render notes the agent adds to a rollout's message (e.g. dev_zero runs as dev). */
+  readonly statusNotes?: readonly string[] | undefined;
 }
 
 const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
@@ -240,8 +248,8 @@ export function deriveStatusRow(input: RowInput): StatusRow {
 
   // As the agent reports: a revision once DEPLOYED stays so while an autoscaler adds replicas.
   if (rollout.revisionStatus === 'DEPLOYING' && !(sameRevision && input.annotation?.status === 'DEPLOYED'))
-    return row('DEPLOYING', rollout.reason, rollout.message);
-  return row('DEPLOYED', Reason.Current, 'all workloads are available');
+    return row('DEPLOYING', rollout.reason, notedMessage(rollout.message, input.statusNotes));
+  return row('DEPLOYED', Reason.Current, notedMessage('all workloads are available', input.statusNotes));
 }
 
 /** The kstatus-style status of each object, for `status DEPLOYMENT`. */

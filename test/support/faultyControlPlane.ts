@@ -1,4 +1,5 @@
-// A proxy in front of the emulator that misbehaves on demand, for the safety tests.
+// A proxy in front of the emulator that misbehaves on demand, for the safety tests, and that can
+// play a control plane newer than the agent: items rewritten in flight with values it does not know.
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -9,6 +10,10 @@ export interface FaultyControlPlane {
   fault: Fault;
   /** Deployment ids left out of every listing (as if deleted without AWAITING_DELETE). */
   readonly hidden: Set<string>;
+  /** Deployment id → an edit of that deployment as listed or read (e.g. a source it does not know). */
+  readonly rewrite: Map<string, (deployment: Record<string, unknown>) => void>;
+  /** Deployment id → an edit of each of its revisions as listed. */
+  readonly rewriteRevisions: Map<string, (revision: Record<string, unknown>) => void>;
   /** Requests seen, as `METHOD /path` without the query. */
   readonly requests: string[];
   close(): Promise<void>;
@@ -18,11 +23,18 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
   const target = new URL(upstream);
   const state: { fault: Fault } = { fault: 'none' };
   const hidden = new Set<string>();
+  const rewrite = new Map<string, (deployment: Record<string, unknown>) => void>();
+  const rewriteRevisions = new Map<string, (revision: Record<string, unknown>) => void>();
   const requests: string[] = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', upstream);
     requests.push(`${req.method} ${url.pathname}`);
     const isListing = req.method === 'GET' && url.pathname === '/v2/deployments';
+    const revisionsOf =
+      req.method === 'GET' ? /^\/v2\/deployments\/([^/]+)\/revisions$/.exec(url.pathname)?.[1] : undefined;
+    const deploymentRead =
+      req.method === 'GET' ? /^\/v2\/deployments\/([^/]+)$/.exec(url.pathname)?.[1] : undefined;
+    const edits = isListing || revisionsOf !== undefined || deploymentRead !== undefined;
     if (state.fault === 'errors') {
       res
         .writeHead(503, { 'content-type': 'application/json' })
@@ -42,7 +54,8 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
     const forward = request(
       { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
       (upstreamResponse) => {
-        if (!isListing || hidden.size === 0 || upstreamResponse.statusCode !== 200) {
+        const idle = hidden.size === 0 && rewrite.size === 0 && rewriteRevisions.size === 0;
+        if (!edits || idle || upstreamResponse.statusCode !== 200) {
           res.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponse.headers);
           upstreamResponse.pipe(res);
           return;
@@ -50,12 +63,17 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
         const chunks: Buffer[] = [];
         upstreamResponse.on('data', (chunk: Buffer) => chunks.push(chunk));
         upstreamResponse.on('end', () => {
-          const page = JSON.parse(Buffer.concat(chunks).toString()) as {
-            resources: { id: string }[];
-            offset: number;
+          const body = JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown> & {
+            resources?: (Record<string, unknown> & { id: string })[];
           };
-          page.resources = page.resources.filter((d) => !hidden.has(d.id));
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(page));
+          if (deploymentRead !== undefined) rewrite.get(deploymentRead)?.(body);
+          else if (revisionsOf !== undefined) {
+            for (const revision of body.resources ?? []) rewriteRevisions.get(revisionsOf)?.(revision);
+          } else {
+            body.resources = (body.resources ?? []).filter((d) => !hidden.has(d.id));
+            for (const deployment of body.resources) rewrite.get(deployment.id)?.(deployment);
+          }
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
         });
       },
     );
@@ -73,6 +91,8 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
       state.fault = value;
     },
     hidden,
+    rewrite,
+    rewriteRevisions,
     requests,
     close: () =>
       new Promise<void>((resolve) => {

@@ -1,6 +1,14 @@
 // Deployment and everything nested in it (interface §2.4).
 import { z } from 'zod';
-import { DateTime, DeploymentStatus, DeploymentType, FreeFormObject, Source, Uuid } from './common.ts';
+import {
+  DateTime,
+  DeploymentStatus,
+  DeploymentType,
+  FreeFormObject,
+  RevisionSource,
+  Source,
+  Uuid,
+} from './common.ts';
 
 const num = z.number().nullish();
 const str = z.string().nullish();
@@ -172,6 +180,31 @@ export const Deployment = z.object({
 });
 export type Deployment = z.infer<typeof Deployment>;
 
+const lenientString = z.string().optional().catch(undefined);
+
+/**
+ * What can be read of a deployment that fails validation (an enum value this agent does not
+ * know, a wrong type): whose it is, where it goes, its latest revision. Each field on its own.
+ */
+export const DeploymentIdentity = z
+  .object({
+    name: lenientString,
+    source_config: z
+      .object({
+        listener_id: lenientString,
+        listener_config: z.object({ k8s_namespace: lenientString }).optional().catch(undefined),
+      })
+      .optional()
+      .catch(undefined),
+    latest_revision_id: lenientString,
+  })
+  .transform((d) => ({
+    name: d.name,
+    listenerId: d.source_config?.listener_id,
+    namespace: d.source_config?.listener_config?.k8s_namespace,
+    latestRevisionId: d.latest_revision_id,
+  }));
+
 /** Body of POST /v2/deployments: the writable fields of a Deployment. */
 export const DeploymentCreate = z.object({
   name: z.string().min(1),
@@ -185,7 +218,7 @@ export type DeploymentCreate = z.infer<typeof DeploymentCreate>;
 
 /** Body of PATCH /v2/deployments/{id} (§4.6). */
 export const DeploymentPatch = z.object({
-  revision_source: z.enum(['repohost', 'internal_container', 'internal_source']).nullish(),
+  revision_source: RevisionSource.nullish(),
   source_config: SourceConfig.nullish(),
   source_revision_config: SourceRevisionConfigRequest.nullish(),
   secrets: z.array(Secret).nullish(),

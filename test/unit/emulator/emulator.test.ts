@@ -151,8 +151,8 @@ describe('emulator', () => {
       '/v2/deployments',
       json('POST', {
         name: 'persisted',
-        source: 'external_container',
-        source_revision_config: { image_uri: 'x:1' },
+        source: 'repohost',
+        source_revision_config: { repo_ref: 'main' },
       }),
     );
     expect(created.status).toBe(201);
@@ -161,5 +161,127 @@ describe('emulator', () => {
     const listed = await call('/v2/deployments?name_contains=persisted');
     expect((listed.body.resources as { id: string }[]).map((d) => d.id)).toEqual([created.body.id]);
     expect(JSON.parse(await readFile(statePath, 'utf8')).deployments).toHaveLength(4);
+  });
+
+  it('speaks both dialects: external_docker is kept as sent and means external_container', async () => {
+    await seeded();
+    const created = await call(
+      '/v2/deployments',
+      json('POST', {
+        name: 'cli-made',
+        source: 'external_docker',
+        source_config: {
+          resource_spec: { image_pull_secrets: [{ name: 'regcred' }] },
+          listener_id: SEED_LISTENER_ID,
+          listener_config: { k8s_namespace: 'apps' },
+          deployment_type: 'dev_zero',
+        },
+        source_revision_config: { image_uri: 'registry.example.test/a@sha256:1111' },
+        secrets: [],
+      }),
+    );
+    expect(created.status).toBe(201);
+    expect(Deployment.parse(created.body).source).toBe('external_docker');
+    const id = String(created.body.id);
+    const first = String(created.body.latest_revision_id);
+    // What `langgraph deploy --deployment-id` sends: a new image, tracked packages, secrets.
+    const patched = await call(
+      `/v2/deployments/${id}`,
+      json('PATCH', {
+        source_revision_config: { image_uri: 'registry.example.test/a@sha256:2222' },
+        tracked_packages: ['langgraph'],
+        secrets: [{ name: 'TOKEN', value: 'v' }],
+      }),
+    );
+    expect(patched.status).toBe(200);
+    const second = String(patched.body.latest_revision_id);
+    expect(second).not.toBe(first);
+    const revision = await call(`/v2/deployments/${id}/revisions/${second}`);
+    expect(revision.status).toBe(200);
+    expect(revision.body).toMatchObject({ id: second, source: 'external_docker', status: 'AWAITING_DEPLOY' });
+    expect((await call(`/v2/deployments/${id}/revisions/${first}`)).body.status).toBe('SKIPPED');
+    // The exact-name filter the CLI looks deployments up by, and the deployment_type filter.
+    const byName = await call('/v2/deployments?name=cli-made&name_contains=cli-made');
+    expect((byName.body.resources as { id: string }[]).map((d) => d.id)).toEqual([id]);
+    expect((await call('/v2/deployments?name=cli')).body.resources).toEqual([]);
+    const zero = await call('/v2/deployments?deployment_type=dev_zero');
+    expect((zero.body.resources as { id: string }[]).map((d) => d.id)).toEqual([id]);
+    // internal_docker means internal_container: it cannot be bound to a listener.
+    const bound = await call(
+      '/v2/deployments',
+      json('POST', {
+        name: 'pushed',
+        source: 'internal_docker',
+        source_config: { listener_id: SEED_LISTENER_ID, listener_config: { k8s_namespace: 'apps' } },
+      }),
+    );
+    expect(bound).toMatchObject({ status: 422, body: { error: { field: 'source' } } });
+  });
+
+  it('refuses an external image without a listener where listeners exist, as the CLI expects: 400 and detail', async () => {
+    await seeded();
+    const refused = await call(
+      '/v2/deployments',
+      json('POST', {
+        name: 'nowhere',
+        source: 'external_docker',
+        source_revision_config: { image_uri: 'a@sha256:1' },
+      }),
+    );
+    expect(refused.status).toBe(400);
+    expect(String(refused.body.detail)).toContain("listener_id' is required");
+    expect(refused.body.error?.field).toBe('source_config.listener_id');
+  });
+
+  it('carries a FastAPI-style detail string beside its error object on every refusal', async () => {
+    await seeded({ apiKey: 'k' });
+    const withKey = { headers: { 'x-api-key': 'k' } };
+    const unauthorized = await call('/v2/deployments');
+    const missing = await call('/v2/deployments/00000000-0000-4000-8000-00000000ffff', withKey);
+    const badLimit = await call('/v2/deployments?limit=0', withKey);
+    const wrongMethod = await call('/v2/listeners', { ...withKey, method: 'DELETE' });
+    for (const refusal of [unauthorized, missing, badLimit, wrongMethod]) {
+      expect(refusal.status).toBeGreaterThanOrEqual(400);
+      expect(refusal.body.detail).toBe(refusal.body.error?.message);
+      expect(typeof refusal.body.detail).toBe('string');
+    }
+  });
+
+  it('serves what the listener reported as deploy logs, newest first, per revision', async () => {
+    const running = await seeded();
+    const id = SEED_DEPLOYMENTS.helloWeb;
+    const revision = running.state().deployments.find((d) => d.deployment.id === id)
+      ?.deployment.latest_revision_id;
+    const report = (body: Record<string, unknown>) =>
+      call(
+        `/v2/listeners/${SEED_LISTENER_ID}/status-reports`,
+        json('POST', { reports: [{ deployment_id: id, observed_at: new Date().toISOString(), ...body }] }),
+      );
+    await report({ revision_id: revision, revision_status: 'DEPLOYING', message: 'main: 0 of 1 replicas' });
+    await report({
+      revision_id: revision,
+      revision_status: 'DEPLOY_FAILED',
+      message: 'image cannot be pulled',
+    });
+    const logs = await call(
+      `/v1/projects/${id}/revisions/${revision}/deploy_logs`,
+      json('POST', { limit: 10, order: 'desc' }),
+    );
+    expect((logs.body.logs as { level: string; message: string }[]).map((l) => [l.level, l.message])).toEqual(
+      [
+        ['ERROR', 'DEPLOY_FAILED: image cannot be pulled'],
+        ['INFO', 'DEPLOYING: main: 0 of 1 replicas'],
+      ],
+    );
+    const errors = await call(`/v1/projects/${id}/deploy_logs`, json('POST', { level: 'ERROR' }));
+    expect((errors.body.logs as unknown[]).length).toBe(1);
+    expect(
+      (
+        await call(
+          `/v1/projects/${id}/revisions/00000000-0000-4000-8000-00000000ffff/deploy_logs`,
+          json('POST', {}),
+        )
+      ).status,
+    ).toBe(404);
   });
 });
