@@ -179,6 +179,11 @@ try {
   say(`invalid on purpose:     ${INVALID_DEPLOYMENT.name} (cpu limit below its request)`);
   say('try, while the demo runs (from this directory):');
   for (const name of ['status', 'diff', 'check']) say(`  ${command(name)}`);
+  // The real control plane's own client (docs/langgraph-cli.md); the emulator takes any API key.
+  say('deploy with the LangGraph CLI (docs/langgraph-cli.md), in a directory with a langgraph.json:');
+  say(
+    `  export LANGGRAPH_HOST_URL=${emulator.url} LANGGRAPH_HOST_API_KEY=demo LISTENER_ID=${listener.id} NAMESPACE=${namespaces[0] ?? ''}`,
+  );
   // The environment wins over a configuration file: say so when this shell would redirect them.
   const overriding = Object.keys(process.env).filter((name) => name.startsWith('K8S_LISTENER_'));
   if (overriding.length > 0)

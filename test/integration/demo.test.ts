@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const DEMO = new URL('../cluster/demo.ts', import.meta.url).pathname;
+const LANGGRAPH_INSTALL = new URL('../langgraph/install.sh', import.meta.url).pathname;
 const INVALID_REASON = 'source_config.resource_spec.cpu_limit: the cpu limit (0.25) is below its request (1)';
 const VALID = ['hello-web', 'chat-api', 'agent-platform'];
 
@@ -159,6 +160,17 @@ describe.concurrent('npm run demo', () => {
       const configPath = printed[0]?.[3] ?? '';
       expect(existsSync(configPath)).toBe(true);
       const commands = Object.fromEntries(printed.map((m) => [m[2], m[1] ?? '']));
+
+      // The LangGraph CLI's environment, printed for the demo's emulator, works with the real CLI.
+      const exported =
+        /^\[demo\] {3}(export LANGGRAPH_HOST_URL=\S+ LANGGRAPH_HOST_API_KEY=\S+ LISTENER_ID=(\S+) NAMESPACE=(\S+))$/m.exec(
+          output,
+        );
+      expect(exported, output).not.toBeNull();
+      const cliBin = (await runPrinted(`bash ${LANGGRAPH_INSTALL}`)).stdout.trim().split('\n').at(-1);
+      const listeners = await runPrinted(`${exported?.[1]}; ${cliBin}/langgraph deploy listeners list`);
+      expect(listeners.code, listeners.stderr).toBe(0);
+      expect(listeners.stdout).toMatch(new RegExp(`${exported?.[2]}\\s+\\S+\\s+.*${exported?.[3]}`));
 
       // status: the table, with the invalid deployment failed and its reason; exit 1 (one failed).
       const status = await runPrinted(commands.status ?? '');

@@ -33,20 +33,23 @@ export interface World {
   readonly client: ControlPlaneClient;
   readonly listenerId: string;
   readonly namespaces: readonly string[];
+  /** The emulator's API key, when it requires one (the agent is given it). */
+  readonly apiKey?: string | undefined;
   close(): Promise<void>;
 }
 
 /** An emulator with one k8s listener for fresh namespaces of the test cluster. */
 export async function startWorld(
   kubeconfigPath: string,
-  options: { namespaces?: number; extraListenerNamespaces?: string[] } = {},
+  options: { namespaces?: number; extraListenerNamespaces?: string[]; apiKey?: string } = {},
 ): Promise<World> {
   const kube = adminKube(kubeconfigPath);
   const namespaces = Array.from({ length: options.namespaces ?? 2 }, () => uniqueNamespace('rec'));
   for (const namespace of namespaces) await createNamespace(kube, namespace);
-  const emulator = await startEmulator({});
+  const emulator = await startEmulator({ apiKey: options.apiKey });
   const client = new ControlPlaneClient({
     baseUrl: emulator.url,
+    ...(options.apiKey ? { apiKey: options.apiKey } : {}),
     logger: pino({ level: 'silent' }),
     retry: { retries: 1, minDelayMs: 5, maxDelayMs: 20 },
   });
@@ -62,6 +65,7 @@ export async function startWorld(
     client,
     listenerId: listener.id,
     namespaces,
+    apiKey: options.apiKey,
     close: async () => {
       await client.close();
       await emulator.close();
@@ -91,6 +95,7 @@ export async function startAgent(world: World, overrides: AgentOverrides = {}): 
     listenerId: world.listenerId,
     controlPlane: {
       baseUrl: overrides.baseUrl ?? world.emulator.url,
+      ...(world.apiKey ? { apiKey: world.apiKey } : {}),
       retry: { retries: 1, minDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 1_000 },
     },
     kubeconfigPath: world.kubeconfigPath,

@@ -1,0 +1,191 @@
+// The real control plane's own client as a peer: the official LangGraph CLI (PyPI langgraph-cli,
+// installed by test/langgraph/install.sh into a cached venv) runs the commands of
+// docs/langgraph-cli.md against the emulator, with the agent running on the test cluster. Its own
+// waits must end where the agent's reports take them: DEPLOYED, or DEPLOY_FAILED with the reason.
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Agent } from '../../src/manager/agent.ts';
+import { eventually } from '../support/adminKube.ts';
+import { startAgent, startWorld, type World } from '../support/agentHarness.ts';
+import { docBlock, shellCommands } from '../support/docBlocks.ts';
+
+const INSTALL = new URL('../langgraph/install.sh', import.meta.url).pathname;
+const API_KEY = 'langgraph-cli-test-key';
+const IMAGE = 'registry.example.test/agents/hello';
+const THIRD_DIGEST = 'b408d2577c15445a4390f24bda860628b2b67a3de4b7430a7903a13467186e10';
+
+interface Ran {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function run(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv },
+): Promise<Ran> {
+  return new Promise((resolve) => {
+    const child = spawn(command, [...args], {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    // The CLI's own wait is 300 s; ours ends well before the test's.
+    const timer = setTimeout(() => child.kill('SIGTERM'), 170_000);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+let bin: string;
+let world: World;
+let agent: Agent;
+let dir: string;
+let ns: string;
+let commands: string[];
+let deploymentId = '';
+
+/** One command of the page, as a user's shell runs it, with the CLI's environment. */
+function cli(command: string): Promise<Ran> {
+  return run('bash', ['-c', command], {
+    cwd: dir,
+    env: {
+      PATH: `${bin}:${process.env.PATH ?? ''}`,
+      HOME: dir,
+      LANGGRAPH_HOST_URL: world.emulator.url,
+      LANGGRAPH_HOST_API_KEY: API_KEY,
+      LISTENER_ID: world.listenerId,
+      NAMESPACE: ns,
+      DEPLOYMENT_ID: deploymentId,
+    },
+  });
+}
+
+const workload = async (name: string) =>
+  (await world.kube.apps.listNamespacedDeployment({ namespace: ns })).items.find(
+    (d) => d.metadata?.name === name,
+  );
+const revisions = () =>
+  world.emulator.state().deployments.find((d) => d.deployment.id === deploymentId)?.revisions ?? [];
+
+beforeAll(async () => {
+  const installed = await run('bash', [INSTALL], { env: process.env });
+  expect(installed.code, installed.stderr).toBe(0);
+  bin = installed.stdout.trim().split('\n').at(-1) ?? '';
+  world = await startWorld(inject('kubeconfigPath'), { namespaces: 1, apiKey: API_KEY });
+  [ns = ''] = world.namespaces;
+  agent = await startAgent(world, { allowedNamespaces: world.namespaces });
+  dir = await mkdtemp(join(tmpdir(), 'k8s-listener-langgraph-'));
+  await writeFile(
+    join(dir, 'langgraph.json'),
+    JSON.stringify({ dependencies: ['.'], graphs: { agent: './agent.py:graph' } }),
+  );
+  commands = shellCommands(await docBlock('docs/langgraph-cli.md', 'Deploying with the LangGraph CLI'));
+  // The README's section holds the same commands.
+  expect(shellCommands(await docBlock('README.md', 'Deploying with the LangGraph CLI'))).toEqual(commands);
+  expect(commands.map((c) => c.split(' ').slice(0, 3).join(' '))).toEqual([
+    'langgraph deploy listeners',
+    'langgraph deploy --image-uri',
+    'langgraph deploy list',
+    'langgraph deploy --deployment-id',
+    'langgraph deploy revisions',
+    'langgraph deploy logs',
+    'langgraph deploy delete',
+  ]);
+}, 300_000);
+afterAll(async () => {
+  await agent?.stop();
+  await world?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe('the LangGraph CLI against the emulator and the agent', () => {
+  it('deploy listeners list: shows the listener and its namespace', async () => {
+    const listed = await cli(commands[0] ?? '');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`${world.listenerId}\\s+test-${ns}\\s+${ns}`));
+  });
+
+  it('deploy --image-uri … --listener-id … : created as external_docker, rolled out, and the CLI’s wait sees DEPLOYED', async () => {
+    const created = await cli(commands[1] ?? '');
+    expect(created.code, `${created.stdout}\n${created.stderr}`).toBe(0);
+    expect(created.stdout).toContain('Deployment successful!');
+    deploymentId = /Deployment ID: (\S+)/.exec(created.stdout)?.[1] ?? '';
+    const stored = world.emulator
+      .state()
+      .deployments.find((d) => d.deployment.id === deploymentId)?.deployment;
+    expect(stored?.source).toBe('external_docker');
+    const hello = await workload('hello-agent');
+    expect(hello?.spec?.template.spec?.containers[0]?.image).toMatch(/@sha256:1a1c0e81/);
+    expect(hello?.spec?.template.spec?.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+  });
+
+  it('deploy list: shows it', async () => {
+    const listed = await cli(commands[2] ?? '');
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`${deploymentId}\\s+hello-agent`));
+  });
+
+  it('deploy --deployment-id … --image-uri <other>: a new revision, the new image rolled out, DEPLOYED', async () => {
+    const updated = await cli(commands[3] ?? '');
+    expect(updated.code, `${updated.stdout}\n${updated.stderr}`).toBe(0);
+    expect(updated.stdout).toContain('Deployment successful!');
+    expect((await workload('hello-agent'))?.spec?.template.spec?.containers[0]?.image).toMatch(
+      /@sha256:842aaab4/,
+    );
+  });
+
+  it('deploy revisions list: both revisions with their true statuses', async () => {
+    const listed = await cli(commands[4] ?? '');
+    expect(listed.code, listed.stderr).toBe(0);
+    const [first, second] = revisions();
+    expect(listed.stdout).toMatch(new RegExp(`${second?.id}\\s+DEPLOYED`));
+    expect(listed.stdout).toMatch(new RegExp(`${first?.id}\\s+REPLACED`));
+  });
+
+  it('a revision that can never be scheduled: the CLI’s wait ends DEPLOY_FAILED, and deploy logs gives the agent’s reason', async () => {
+    // Raised through the API: cpu no node has (source_config changes make no revision).
+    await world.client.patchDeployment(deploymentId, {
+      source_config: {
+        resource_spec: { image_pull_secrets: [{ name: 'regcred' }], cpu: 1000, memory_mb: 64 },
+      },
+    });
+    const failed = await cli(
+      `langgraph deploy --deployment-id "$DEPLOYMENT_ID" --image-uri ${IMAGE}@sha256:${THIRD_DIGEST} --no-input`,
+    );
+    expect(failed.code, `${failed.stdout}\n${failed.stderr}`).toBe(1);
+    expect(failed.stdout).toContain('DEPLOYING...');
+    expect(failed.stdout).toContain('Deployment failed');
+    expect(revisions().at(-1)?.status).toBe('DEPLOY_FAILED');
+
+    const logs = await cli(commands[5] ?? '');
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toMatch(
+      /\[ERROR\] DEPLOY_FAILED: .*(Insufficient cpu|Unschedulable|cannot be scheduled)/,
+    );
+  });
+
+  it('deploy delete --force: the agent removes its objects and reports it deleted', async () => {
+    const deleted = await cli(commands[6] ?? '');
+    expect(deleted.code, deleted.stderr).toBe(0);
+    expect(deleted.stdout).toContain(`Deleted deployment ${deploymentId}`);
+    await eventually('the objects pruned', async () => ((await workload('hello-agent')) ? undefined : true));
+    await eventually('the deployment removed from the control plane', async () =>
+      world.emulator.state().deployments.some((d) => d.deployment.id === deploymentId) ? undefined : true,
+    );
+  });
+});
