@@ -6,6 +6,7 @@ import {
   AgentConnection,
   AgentConnectionList,
   Deployment,
+  DeploymentIdentity,
   DeploymentPatch,
   Listener,
   OAuthProvider,
@@ -236,5 +237,52 @@ describe('Deployment schema', () => {
       expect(result.ok).toBe(false);
       if (!result.ok) expect(result.error.issues[0]?.path).toBe(field);
     }
+  });
+});
+
+describe('both dialects and values this agent does not know (issue 17)', () => {
+  const minimal = () => structuredClone(fixture('deployment-minimal.json')) as Record<string, unknown>;
+
+  it.each(['external_docker', 'internal_docker', 'external_container'])(
+    'reads source %s as sent',
+    (source) => {
+      expect(Deployment.parse({ ...minimal(), source }).source).toBe(source);
+    },
+  );
+
+  it('an unknown source, deployment type or status fails validation naming each field, and its identity still reads', () => {
+    const raw = minimal();
+    raw.source = 'external_oci';
+    raw.status = 'PAUSED';
+    (raw.source_config as Record<string, unknown>).deployment_type = 'dev_turbo';
+    const parsed = safeParseResource(Deployment, raw, 'deployment', undefined, (data) =>
+      DeploymentIdentity.parse(data),
+    );
+    expect(parsed.ok).toBe(false);
+    if (parsed.ok) return;
+    expect(parsed.error.issues.map((i) => i.path).sort()).toEqual([
+      'source',
+      'source_config.deployment_type',
+      'status',
+    ]);
+    const deployment = Deployment.parse(minimal());
+    expect(parsed.identity).toEqual({
+      name: deployment.name,
+      listenerId: deployment.source_config.listener_id ?? undefined,
+      namespace: deployment.source_config.listener_config?.k8s_namespace ?? undefined,
+      latestRevisionId: deployment.latest_revision_id ?? undefined,
+    });
+  });
+
+  it('reads what it can of an identity, field by field', () => {
+    expect(
+      DeploymentIdentity.parse({ name: 7, source_config: { listener_id: 'l', listener_config: 'x' } }),
+    ).toEqual({
+      name: undefined,
+      listenerId: 'l',
+      namespace: undefined,
+      latestRevisionId: undefined,
+    });
+    expect(DeploymentIdentity.safeParse('not an object').success).toBe(false);
   });
 });

@@ -564,3 +564,42 @@ describe('namespace, source, image and identity', () => {
     );
   });
 });
+
+describe('both control-plane dialects (issue 17)', () => {
+  const base = () => structuredClone(minimalDeployment);
+
+  it('renders external_docker exactly as external_container', () => {
+    const docker = withSpec(base().source_config.resource_spec ?? {}, { source: 'external_docker' });
+    const container = withSpec(base().source_config.resource_spec ?? {}, { source: 'external_container' });
+    expect(render(docker)).toEqual(render(container));
+  });
+
+  it.each(['internal_docker', 'internal_container', 'repohost'] as const)(
+    'refuses %s, naming the source',
+    (source) => {
+      expect(problems(withSpec({}, { source }))).toMatchObject({
+        source: expect.stringContaining(`unsupported source ${source}`),
+      });
+    },
+  );
+
+  it('renders dev_zero as dev and says so in a status note (not among the objects)', () => {
+    const zero = base();
+    zero.source_config.deployment_type = 'dev_zero';
+    const dev = base();
+    dev.source_config.deployment_type = 'dev';
+    const input = (deployment: typeof zero): RenderInput => ({
+      deployment,
+      revision: undefined,
+      listener,
+      allowedNamespaces: undefined,
+    });
+    const zeroResult = renderDeployment(input(zero), config());
+    const devResult = renderDeployment(input(dev), config());
+    if (!zeroResult.ok || !devResult.ok) throw new Error('render failed');
+    expect(zeroResult.value.objects).toEqual(devResult.value.objects);
+    expect(zeroResult.value.statusNotes).toEqual([expect.stringContaining('dev_zero runs as dev')]);
+    expect(zeroResult.value.notes).toEqual(zeroResult.value.statusNotes);
+    expect(devResult.value.statusNotes).toEqual([]);
+  });
+});
