@@ -151,7 +151,10 @@ export class LeaderSession {
     const log = this.#log;
     const listenerId = this.#listener.id;
     const desired = new DesiredState();
-    const inventories = new InventoryStore(kube, listenerId);
+    const inventories = new InventoryStore(kube, listenerId, (rejected) => {
+      metrics.inventoriesRejected.inc();
+      log.warn(rejected, 'inventory ignored: it does not hold together, so nothing is deleted by it');
+    });
     const reporter = new StatusReporter({
       sink: this.#o.controlPlane,
       listenerId,

@@ -2,6 +2,7 @@
 // so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
+import { findResourceType } from '../kube/resources.ts';
 import { configMapData } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
@@ -13,6 +14,7 @@ import {
 } from '../objects/ownership.ts';
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
+import { INVENTORY_KINDS } from './watchedKinds.ts';
 
 const COMPONENT = 'inventory';
 const StoredInventory = z.object({
@@ -27,6 +29,15 @@ const StoredInventory = z.object({
 export interface PlacedInventory {
   readonly namespace: string;
   readonly inventory: Inventory;
+  /** The ConfigMap's uid as last read or written: its removal is conditional on it. */
+  readonly uid?: string | undefined;
+}
+
+/** An inventory ConfigMap that does not hold together: reported, never trusted to delete. */
+export interface RejectedInventory {
+  readonly namespace: string;
+  readonly name: string;
+  readonly problems: readonly string[];
 }
 
 export function inventoryName(deploymentId: string): string {
@@ -40,10 +51,16 @@ export class InventoryStore {
   readonly #kube: InventoryKube;
   readonly #listenerId: string;
   readonly #cache = new Map<string, PlacedInventory[]>();
+  readonly #onRejected: (rejected: RejectedInventory) => void;
 
-  constructor(kube: InventoryKube, listenerId: string) {
+  constructor(
+    kube: InventoryKube,
+    listenerId: string,
+    onRejected: (rejected: RejectedInventory) => void = () => {},
+  ) {
     this.#kube = kube;
     this.#listenerId = listenerId;
+    this.#onRejected = onRejected;
   }
 
   /** Reads every inventory of this listener in the given namespaces (complete, or throws). */
@@ -60,11 +77,21 @@ export class InventoryStore {
       signal,
     });
     for (const item of items) {
+      const name = item.metadata.name;
       const parsed = StoredInventory.safeParse(parseJsonOrUndefined(configMapData(item).inventory));
-      if (!parsed.success) continue;
+      const problems = parsed.success
+        ? inventoryProblems(parsed.data, name, namespace, item.metadata.labels[LABEL_DEPLOYMENT_ID])
+        : ['its data is not an inventory record'];
+      if (!parsed.success || problems.length > 0) {
+        this.#onRejected({ namespace, name, problems });
+        continue;
+      }
       const id = parsed.data.deploymentId;
       const others = (this.#cache.get(id) ?? []).filter((p) => p.namespace !== namespace);
-      this.#cache.set(id, [...others, { namespace, inventory: toInventory(parsed.data) }]);
+      this.#cache.set(id, [
+        ...others,
+        { namespace, inventory: toInventory(parsed.data), uid: item.metadata.uid },
+      ]);
     }
   }
 
@@ -100,15 +127,17 @@ export class InventoryStore {
       },
       data: { inventory: JSON.stringify({ ...inventory, entries: [...inventory.entries] }) },
     };
-    await this.#kube.apply(object, { force: true, signal });
+    const written = await this.#kube.apply(object, { force: true, signal });
     const others = this.get(inventory.deploymentId).filter((p) => p.namespace !== namespace);
-    this.#cache.set(inventory.deploymentId, [...others, { namespace, inventory }]);
+    this.#cache.set(inventory.deploymentId, [...others, { namespace, inventory, uid: written.metadata.uid }]);
   }
 
+  /** Deletes the inventory this store read or wrote (its uid), not one made since under its name. */
   async remove(deploymentId: string, namespace: string, signal?: AbortSignal): Promise<void> {
+    const uid = this.get(deploymentId).find((p) => p.namespace === namespace)?.uid;
     await this.#kube.delete(
       { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
-      { signal },
+      { signal, preconditionUid: uid },
     );
     const rest = this.get(deploymentId).filter((p) => p.namespace !== namespace);
     if (rest.length === 0) this.#cache.delete(deploymentId);
@@ -134,6 +163,31 @@ function sameStoredInventory(a: Inventory, b: Inventory): boolean {
       );
     })
   );
+}
+
+/**
+ * What makes a stored inventory untrustworthy: a record of another deployment than its name and
+ * label say, or an entry outside its own namespace or of a kind render never writes. Pruning
+ * deletes what an inventory lists, so one that does not hold together is never used.
+ */
+export function inventoryProblems(
+  stored: z.infer<typeof StoredInventory>,
+  name: string,
+  namespace: string,
+  labelDeploymentId: string | undefined,
+): string[] {
+  const problems: string[] = [];
+  if (name !== inventoryName(stored.deploymentId))
+    problems.push(`its name is not the one of deployment ${stored.deploymentId}'s inventory`);
+  if (labelDeploymentId !== stored.deploymentId)
+    problems.push(`its ${LABEL_DEPLOYMENT_ID} label does not match its deploymentId`);
+  stored.entries.forEach((entry, i) => {
+    if (entry.namespace !== namespace)
+      problems.push(`entries[${i}] is in another namespace (${entry.namespace})`);
+    if (!INVENTORY_KINDS.has(entry.kind) || findResourceType(entry.apiVersion, entry.kind) === undefined)
+      problems.push(`entries[${i}] is a ${entry.apiVersion} ${entry.kind}, not a kind the agent writes`);
+  });
+  return problems;
 }
 
 function toInventory(stored: z.infer<typeof StoredInventory>): Inventory {

@@ -16,6 +16,14 @@ export const WATCHED_KINDS = [
   'Ingress',
 ] as const;
 
+/**
+ * The kinds an inventory may record: what render writes. Not ConfigMaps (the inventories
+ * themselves) nor claims (a StatefulSet's volumes, found by label).
+ */
+export const INVENTORY_KINDS: ReadonlySet<string> = new Set(
+  WATCHED_KINDS.filter((kind) => kind !== 'ConfigMap' && kind !== 'PersistentVolumeClaim'),
+);
+
 /** The kinds watched under this render configuration: no Ingress without an ingress class. */
 export function watchedKinds(render: Pick<RenderConfig, 'ingress'>): (typeof WATCHED_KINDS)[number][] {
   return WATCHED_KINDS.filter((kind) => kind !== 'Ingress' || render.ingress.className !== undefined);

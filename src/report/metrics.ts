@@ -23,6 +23,7 @@ export interface AgentMetrics {
   readonly leader: Gauge;
   readonly statusReports: Counter<'result'>;
   readonly pruneRefusals: Counter;
+  readonly inventoriesRejected: Counter;
   readonly objectsPruned: Counter;
   readonly objectsApplied: Counter<'kind'>;
   /** Since when each deployment's current revision is DEPLOYING (epoch ms), for the age gauge. */
@@ -228,6 +229,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
     pruneRefusals: new Counter({
       name: 'k8s_listener_prune_refusals_total',
       help: 'Deletions refused by the mass-disappearance guard',
+      registers,
+    }),
+    inventoriesRejected: new Counter({
+      name: 'k8s_listener_inventories_rejected_total',
+      help: 'Inventory ConfigMaps that do not hold together, ignored for pruning',
       registers,
     }),
     objectsPruned: new Counter({

@@ -4,8 +4,19 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KubeClient } from '../../src/kube/index.ts';
+import {
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../../src/objects/ownership.ts';
 import type { Inventory } from '../../src/reconcile/inventory.ts';
-import { type InventoryKube, InventoryStore, inventoryName } from '../../src/reconcile/inventoryStore.ts';
+import {
+  type InventoryKube,
+  InventoryStore,
+  inventoryName,
+  type RejectedInventory,
+} from '../../src/reconcile/inventoryStore.ts';
 import { type AdminKube, adminKube, createNamespace, uniqueNamespace } from '../support/adminKube.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
@@ -87,5 +98,74 @@ describe('inventory store', () => {
     await store.write(namespace, inventory('h3', ['web-db', 'web']));
     expect(calls).toEqual(['list', 'apply']);
     expect(await storedText()).toContain('"specHash":"h3"');
+  });
+
+  // Issue 18, finding 9: an inventory is a list of what to delete; one that does not hold
+  // together is reported and never loaded, so it can never make the agent delete anything.
+  it.each([
+    [
+      'an entry in another namespace',
+      (ns: string) => ({
+        id: DEPLOYMENT,
+        entries: [{ apiVersion: 'v1', kind: 'Service', namespace: 'kube-system', name: 'kube-dns' }],
+        ns,
+      }),
+    ],
+    [
+      'an entry of a kind render never writes',
+      (ns: string) => ({
+        id: DEPLOYMENT,
+        entries: [{ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', namespace: ns, name: 'admin' }],
+        ns,
+      }),
+    ],
+    [
+      'a deploymentId its name and label do not carry',
+      (ns: string) => ({ id: '3f8d6c1e-1a2b-4c3d-8e4f-0000000009ff', entries: [], ns }),
+    ],
+  ])('refuses %s, and reports it', async (_what, forged) => {
+    const ns = uniqueNamespace('inv-forged');
+    await createNamespace(admin, ns);
+    const { id, entries } = forged(ns);
+    await admin.core.createNamespacedConfigMap({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: inventoryName(DEPLOYMENT),
+          labels: {
+            [LABEL_MANAGED_BY]: 'k8s-listener',
+            [LABEL_LISTENER_ID]: LISTENER,
+            [LABEL_DEPLOYMENT_ID]: DEPLOYMENT,
+            [LABEL_COMPONENT]: 'inventory',
+          },
+        },
+        data: { inventory: JSON.stringify({ deploymentId: id, specHash: 'h', revisionId: 'r', entries }) },
+      },
+    });
+    const rejected: RejectedInventory[] = [];
+    const store = new InventoryStore(kube, LISTENER, (r) => rejected.push(r));
+    await store.load([ns]);
+    expect(store.deploymentIds()).toEqual([]);
+    expect(rejected).toMatchObject([{ namespace: ns, name: inventoryName(DEPLOYMENT) }]);
+    expect(rejected[0]?.problems.length).toBeGreaterThan(0);
+    await admin.core.deleteNamespace({ name: ns });
+  });
+
+  it('removes only the inventory it read: one made since under the same name stays (uid precondition)', async () => {
+    const store = new InventoryStore(kube, LISTENER);
+    await store.load([namespace]);
+    expect(store.deploymentIds()).toEqual([DEPLOYMENT]);
+    // Deleted and made again by someone else while the store held the old one.
+    const old = await admin.core.readNamespacedConfigMap({ name: inventoryName(DEPLOYMENT), namespace });
+    await admin.core.deleteNamespacedConfigMap({ name: inventoryName(DEPLOYMENT), namespace });
+    await admin.core.createNamespacedConfigMap({
+      namespace,
+      body: {
+        metadata: { name: inventoryName(DEPLOYMENT), labels: old.metadata?.labels ?? {} },
+        data: old.data ?? {},
+      },
+    });
+    await expect(store.remove(DEPLOYMENT, namespace)).rejects.toThrow();
+    expect(await storedText()).toBe(old.data?.inventory);
   });
 });

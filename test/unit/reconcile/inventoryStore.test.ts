@@ -5,11 +5,11 @@ import type { Inventory } from '../../../src/reconcile/inventory.ts';
 import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
 
-const inventory = (deploymentId: string): Inventory => ({
+const inventory = (deploymentId: string, namespace = 'a'): Inventory => ({
   deploymentId,
   specHash: 'h1',
   revisionId: 'r1',
-  entries: [{ apiVersion: 'v1', kind: 'Service', namespace: 'a', name: deploymentId }],
+  entries: [{ apiVersion: 'v1', kind: 'Service', namespace, name: deploymentId }],
 });
 
 describe('InventoryStore', () => {
@@ -17,20 +17,20 @@ describe('InventoryStore', () => {
     const cluster = new MemoryCluster(['a', 'b']);
     const writer = new InventoryStore(cluster, 'listener-1');
     await writer.write('a', inventory('d1'));
-    await writer.write('b', inventory('d2'));
+    await writer.write('b', inventory('d2', 'b'));
     await new InventoryStore(cluster, 'listener-2').write('a', inventory('foreign'));
 
     const reader = new InventoryStore(cluster, 'listener-1');
     await reader.load(['a', 'b']);
     expect(reader.deploymentIds().sort()).toEqual(['d1', 'd2']);
-    expect(reader.get('d1')).toEqual([{ namespace: 'a', inventory: inventory('d1') }]);
+    expect(reader.get('d1')).toMatchObject([{ namespace: 'a', inventory: inventory('d1') }]);
   });
 
   it('adds a namespace without forgetting the ones loaded, and reads it once only', async () => {
     const cluster = new MemoryCluster(['a', 'b']);
     const writer = new InventoryStore(cluster, 'listener-1');
     await writer.write('a', inventory('d1'));
-    await writer.write('b', inventory('d1'));
+    await writer.write('b', inventory('d1', 'b'));
 
     const reader = new InventoryStore(cluster, 'listener-1');
     await reader.load(['a']);
