@@ -57,6 +57,7 @@ import {
 } from './inventory.ts';
 import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
+import { NameLocks } from './nameLocks.ts';
 import { type ReconcileOutcome, TerminalError } from './outcome.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 
@@ -90,6 +91,7 @@ export class Reconciler {
   readonly #log: Logger;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
+  readonly #names = new NameLocks();
   /**
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
    * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
@@ -164,10 +166,19 @@ export class Reconciler {
     const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId };
 
     // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
+    //    Names held from the read to the last write: another deployment whose objects share one
+    //    reads ours after we applied it (and is refused), never "absent" beside us.
     const previous = this.#o.inventories.get(deploymentId);
-    const found = await this.#readOwned(deploymentId, objects, signal);
-    await this.#recordAhead(namespace, previous, next, signal);
-    const { live, wrote } = await this.#apply(objects, found, logIn, signal);
+    const release = await this.#names.acquire(next.entries.map(entryId), signal);
+    let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
+    try {
+      const found = await this.#readOwned(deploymentId, objects, signal);
+      await this.#recordAhead(namespace, previous, next, signal);
+      applied = await this.#apply(objects, found, logIn, signal);
+    } finally {
+      release();
+    }
+    const { live, wrote } = applied;
     if (repairOnly) return { result: 'done', detail: 'settled' };
 
     // 3. Inventory: what left the desired set, by the diff of the recorded and the new entries.

@@ -211,4 +211,60 @@ describe('the reconciler at the edges', () => {
     } satisfies ReconcileOutcome);
     expect(calls.slice(settled).filter((verb) => verb !== 'get')).toEqual([]);
   });
+
+  // Issue 18, finding 10: `col-N` with a database renders a Service `col-N-db`, as does a
+  // deployment named `col-N-db`. Reconciled at the same instant they must never both apply: one
+  // wins, the other is refused naming the taken object, and deleting the refused one deletes
+  // nothing of the winner.
+  it('two deployments whose generated names collide, reconciled at once 50 times: never both applied, nothing of the first deleted', async () => {
+    const namespace = world.namespaces[2] ?? '';
+    const { client } = passThrough();
+    const { reconciler, desired } = reconcilerOver(client);
+    const withDatabase = (name: string) =>
+      app(world, name, namespace, {
+        source_config: {
+          listener_id: listener.id,
+          listener_config: { k8s_namespace: namespace },
+          resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 },
+        },
+      });
+    const present = async (body: ReturnType<typeof app>) => {
+      const deployment = await world.client.createDeployment(body);
+      const revisions = (await world.client.listAllRevisions(deployment.id)).items;
+      desired.set(deployment.id, {
+        kind: 'present',
+        deployment,
+        target: chooseTarget(deployment, revisions),
+        fingerprint: 'f',
+      });
+      return deployment;
+    };
+    const owners: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const first = await present(withDatabase(`col-${i}`));
+      const second = await present(app(world, `col-${i}-db`, namespace));
+      const [a, b] = await Promise.all([reconciler.reconcile(first.id), reconciler.reconcile(second.id)]);
+      const outcomes = [a, b].map((o) => o.result);
+      // Exactly one applied; the other refused for the taken name.
+      expect(
+        outcomes.filter((r) => r === 'terminal'),
+        JSON.stringify([a, b]),
+      ).toHaveLength(1);
+      const loser = a.result === 'terminal' ? first : second;
+      const refusal = (a.result === 'terminal' ? a : b) as { error?: Error };
+      expect(refusal.error?.message).toContain(
+        `Service/${namespace}/col-${i}-db belongs to another deployment`,
+      );
+      const service = await kube.get({ apiVersion: 'v1', kind: 'Service', namespace, name: `col-${i}-db` });
+      const winner = loser === first ? second : first;
+      expect(service?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(winner.id);
+      owners.push(winner === first ? 'database' : 'app');
+      // The refused one deleted: nothing of the winner goes.
+      desired.set(loser.id, { kind: 'gone' });
+      expect((await reconciler.reconcile(loser.id)).result).toBe('done');
+      const after = await kube.get({ apiVersion: 'v1', kind: 'Service', namespace, name: `col-${i}-db` });
+      expect(after?.metadata.uid).toBe(service?.metadata.uid);
+    }
+    expect(owners).toHaveLength(50);
+  }, 600_000);
 });
