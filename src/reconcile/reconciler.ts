@@ -172,9 +172,11 @@ export class Reconciler {
     const release = await this.#names.acquire(next.entries.map(entryId), signal);
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
     try {
-      const found = await this.#readOwned(deploymentId, objects, signal);
+      const steps = this.#plan(objects, await this.#readOwned(deploymentId, objects, signal));
+      const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
+      await this.#dryRunChange(steps, recorded?.specHash !== specHash, signal);
       await this.#recordAhead(namespace, previous, next, signal);
-      applied = await this.#apply(objects, found, logIn, signal);
+      applied = await this.#apply(steps, logIn, signal);
     } finally {
       release();
     }
@@ -300,23 +302,43 @@ export class Reconciler {
     return found;
   }
 
+  /** What each object needs: nothing (found as desired), or a write and why. */
+  #plan(objects: readonly KubeObject[], found: ReadonlyMap<string, LiveKubeObject | undefined>): ApplyStep[] {
+    const slim = (live: LiveKubeObject) => this.#o.cache?.isSlim(live) ?? false;
+    return objects.map((object) => {
+      const id = entryId(entryOf(object));
+      const before = found.get(id);
+      return { object, id, before, why: whyWrite(object, before, slim) };
+    });
+  }
+
+  /**
+   * All or nothing: before the first write of a change (a new revision or spec, not the repair of
+   * a hand edit), every write is tried as a server-side dry run (strict field validation,
+   * admission), so a revision the API server refuses writes nothing — not its Secret beside the
+   * previous revision's workload, not its inventory.
+   */
+  async #dryRunChange(
+    steps: readonly ApplyStep[],
+    changed: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const writes = steps.filter((step) => step.why !== undefined);
+    if (!changed || writes.length === 0) return;
+    await Promise.all(writes.map(({ object }) => this.#dryRun(object, signal)));
+  }
+
   /**
    * The apply step: each object made as desired, in render order; the objects as live, and
    * whether any was written. One log line names what is written and why (a cold sync of many
    * deployments would otherwise log a line per object).
    */
   async #apply(
-    objects: readonly KubeObject[],
-    found: ReadonlyMap<string, LiveKubeObject | undefined>,
+    steps: readonly ApplyStep[],
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
     const slim = (live: LiveKubeObject) => this.#o.cache?.isSlim(live) ?? false;
-    const steps = objects.map((object) => {
-      const id = entryId(entryOf(object));
-      const before = found.get(id);
-      return { object, id, before, why: whyWrite(object, before, slim) };
-    });
     const writes = steps.filter((step) => step.why !== undefined);
     if (writes.length > 0) {
       log.info(
@@ -372,6 +394,13 @@ export class Reconciler {
     if (entry?.kind === 'present')
       this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false });
     return { result: 'terminal', error: terminal };
+  }
+
+  /** The request #write would make, as a server-side dry run (no generated values: the shape is checked). */
+  #dryRun(object: KubeObject, signal: AbortSignal | undefined): Promise<LiveKubeObject> {
+    return object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true'
+      ? this.#o.kube.create(object, { signal, dryRun: true })
+      : this.#o.kube.apply(object, { force: true, signal, dryRun: true });
   }
 
   /** Writes one object that #apply found missing or not as desired; returns it live. */
@@ -530,6 +559,14 @@ export class Reconciler {
 }
 
 type PresentEntry = Extract<DesiredEntry, { kind: 'present' }>;
+
+interface ApplyStep {
+  readonly object: KubeObject;
+  readonly id: string;
+  readonly before: LiveKubeObject | undefined;
+  /** Why it is written; undefined when found as desired. */
+  readonly why: string | undefined;
+}
 
 function revisionOf(entry: PresentEntry): string | undefined {
   return entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined;

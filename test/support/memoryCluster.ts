@@ -20,6 +20,8 @@ export interface MemoryCall {
   readonly verb: KubeVerb;
   readonly kind: string;
   readonly namespace: string | undefined;
+  /** A server-side dry run: answered, nothing kept. */
+  readonly dryRun?: boolean;
 }
 
 export class MemoryCluster implements KubeReader, KubeWriter {
@@ -71,15 +73,17 @@ export class MemoryCluster implements KubeReader, KubeWriter {
 
   apply: Apply = async (object, opts) => {
     const namespace = object.metadata.namespace;
-    this.#enter('apply', object.kind, namespace, opts.signal);
+    this.#enter('apply', object.kind, namespace, opts.signal, opts.dryRun);
     this.#admit('apply', object.kind, namespace);
     const held = this.#objects.get(keyOf(refOf(object)));
+    // A dry run answers as the write would, and keeps nothing.
+    if (opts.dryRun) return this.#live(object, held?.metadata.uid);
     return this.#store(object, held?.metadata.uid);
   };
 
   create: Create = async (object, opts = {}) => {
     const namespace = object.metadata.namespace;
-    this.#enter('create', object.kind, namespace, opts.signal);
+    this.#enter('create', object.kind, namespace, opts.signal, opts.dryRun);
     this.#admit('create', object.kind, namespace);
     if (this.#objects.has(keyOf(refOf(object))))
       throw new KubeApiError({
@@ -90,6 +94,7 @@ export class MemoryCluster implements KubeReader, KubeWriter {
         status: 409,
         reason: 'AlreadyExists',
       });
+    if (opts.dryRun) return this.#live(object, undefined);
     return this.#store(object, undefined);
   };
 
@@ -117,8 +122,14 @@ export class MemoryCluster implements KubeReader, KubeWriter {
     return 'deleted';
   };
 
-  #enter(verb: KubeVerb, kind: string, namespace: string | undefined, signal: AbortSignal | undefined): void {
-    const call = { verb, kind, namespace };
+  #enter(
+    verb: KubeVerb,
+    kind: string,
+    namespace: string | undefined,
+    signal: AbortSignal | undefined,
+    dryRun?: boolean,
+  ): void {
+    const call = dryRun ? { verb, kind, namespace, dryRun } : { verb, kind, namespace };
     this.calls.push(call);
     // As the real client: a request cut off by its signal fails as Aborted, with no status.
     if (signal?.aborted) throw new KubeApiError({ verb, kind, namespace, reason: 'Aborted' });
@@ -153,8 +164,18 @@ export class MemoryCluster implements KubeReader, KubeWriter {
     object: { kind: string; metadata: { name: string; namespace?: string | undefined } },
     uid: string | undefined,
   ) {
+    const live = this.#live(object, uid);
+    this.#objects.set(keyOf(refOf(live)), live);
+    return copy(live) as LiveKubeObject;
+  }
+
+  /** The object as the server would hold it (a dry run answers this, and keeps nothing). */
+  #live(
+    object: { kind: string; metadata: { name: string; namespace?: string | undefined } },
+    uid: string | undefined,
+  ): LiveKubeObject {
     const source = object as LiveKubeObject;
-    const live = {
+    return {
       ...structuredClone(source),
       metadata: {
         ...structuredClone(source.metadata),
@@ -164,8 +185,6 @@ export class MemoryCluster implements KubeReader, KubeWriter {
         resourceVersion: String(++this.#version),
       },
     } as LiveKubeObject;
-    this.#objects.set(keyOf(refOf(live)), live);
-    return copy(live) as LiveKubeObject;
   }
 }
 

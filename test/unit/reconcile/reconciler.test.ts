@@ -174,9 +174,11 @@ describe('the reconciler at the edges (in memory)', () => {
     expect(await reconcile()).toEqual({ result: 'done', detail: 'settled' } satisfies ReconcileOutcome);
     expect(cluster.calls.length).toBe(settled);
     expect(cluster.names('Deployment')).toEqual([]);
-    // Its objects carry its id: the listing by label is what prune and status rely on.
+    // All or nothing: the dry run of every write found the refusal first, so its Secret (applied
+    // before the Deployment in render order) was not written either.
     expect(
       (await cluster.list('Secret', { labelSelector: `${LABEL_DEPLOYMENT_ID}=${deployment.id}` })).length,
-    ).toBe(1);
+    ).toBe(0);
+    expect(cluster.calls.filter((c) => c.dryRun).map((c) => c.kind)).toContain('Deployment');
   });
 });
