@@ -7,6 +7,7 @@ import { canonicalHash } from './canonicalHash.ts';
 import { RenderError, type RenderProblem } from './errors.ts';
 import { buildObjects } from './objects.ts';
 import { planDeployment } from './plan.ts';
+import { checkPodSecurity } from './podSecurity.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
 export type { KubeObject } from '../objects/kubeObject.ts';
@@ -42,6 +43,8 @@ export function renderDeployment(input: RenderInput, config: RenderConfig): Rend
     const { plan, problems } = planDeployment(input, config);
     if (!plan) return { ok: false, error: new RenderError(input.deployment.id, problems) };
     const objects = buildObjects(plan, config);
+    const unsafe = objects.flatMap((object) => checkPodSecurity(object, config.policy.podSecurity));
+    if (unsafe.length > 0) return { ok: false, error: new RenderError(input.deployment.id, unsafe) };
     return {
       ok: true,
       value: {

@@ -445,7 +445,7 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
     ['sidecars', spec.sidecars ?? []],
   ] as const) {
     containers.forEach((container, i) => {
-      checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, config, problems);
+      checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, problems);
     });
   }
 }
@@ -472,7 +472,6 @@ function checkContainer(
   path: string,
   names: Set<string>,
   volumes: Set<string>,
-  config: RenderConfig,
   problems: Problems,
 ): void {
   if (!isDnsLabel(container.name))
@@ -492,30 +491,6 @@ function checkContainer(
     env.add(variable.name);
   });
   checkMounts(container.volumeMounts ?? [], `${path}.volumeMounts`, volumes, problems);
-  const securityContext = container.securityContext ?? {};
-  if (config.policy.forbidPrivilegedContainers) {
-    if (securityContext.privileged === true)
-      problems.add(
-        `${path}.securityContext.privileged`,
-        'privileged containers are forbidden by the agent policy',
-      );
-    if (securityContext.allowPrivilegeEscalation === true) {
-      problems.add(
-        `${path}.securityContext.allowPrivilegeEscalation`,
-        'privilege escalation is forbidden by the agent policy',
-      );
-    }
-    const capabilities = securityContext.capabilities;
-    const added =
-      typeof capabilities === 'object' && capabilities !== null && 'add' in capabilities
-        ? capabilities.add
-        : undefined;
-    if (Array.isArray(added) && added.length > 0)
-      problems.add(
-        `${path}.securityContext.capabilities.add`,
-        'added capabilities are forbidden by the agent policy',
-      );
-  }
 }
 
 function resolveHost(customUrl: string | null | undefined, problems: Problems): string | undefined {

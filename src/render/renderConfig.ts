@@ -191,16 +191,16 @@ export const RenderConfig = z.strictObject({
     .describe('Security settings of every rendered pod and container.'),
   policy: z
     .strictObject({
-      forbidPrivilegedContainers: z
-        .boolean()
-        .default(true)
+      podSecurity: z
+        .enum(['restricted', 'baseline'])
+        .default('restricted')
         .describe(
-          'Refuse privileged containers, privilege escalation and added capabilities in sidecars and init containers.',
+          'The Pod Security Standard every rendered pod must meet: a deployment asking for more (a security context, volume type, mount or annotation the level forbids) is refused, naming each field.',
         ),
     })
     .prefault({})
     .describe(
-      'What a deployment may ask for. Host namespaces, host ports and hostPath volumes cannot be expressed through the interface at all, so there is no setting for them.',
+      'What a deployment may ask for. Host namespaces, host ports and hostPath volumes cannot be expressed through the interface at all; a privileged container is refused at every level.',
     ),
   ingress: z
     .strictObject({

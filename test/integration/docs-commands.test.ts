@@ -120,7 +120,7 @@ describe('operator commands of README.md, docs/operating.md and docs/architectur
     expect(diff).toContain('no changes');
     expect(check).toMatch(/✓/);
     expect(check).not.toMatch(/✗/);
-    expect(render).toMatch(/^kind: StatefulSet$/m);
+    expect(render).toMatch(/^kind: Deployment$/m);
   });
 
   it('the status, diff and check blocks of docs/operating.md, --watch until Ctrl-C included', async () => {

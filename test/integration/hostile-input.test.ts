@@ -321,7 +321,7 @@ function arbitraries(): [number, fc.Arbitrary<HostileCase>][] {
           expect: { kind: 'refused', path: `${SPEC}.volumes[0].name` },
         })),
     ],
-    // Privileged sidecars and init containers: refused by the agent's policy.
+    // Privileged sidecars and init containers: refused by the agent's Pod Security policy.
     [
       30,
       fc
@@ -340,7 +340,11 @@ function arbitraries(): [number, fc.Arbitrary<HostileCase>][] {
           body: body('priv', namespace, {
             [group]: [{ name: 'evil', image: 'busybox:1.36', securityContext }],
           }),
-          expect: { kind: 'refused', path: `${SPEC}.${group}[0].securityContext.${field}` },
+          // Refused by Pod Security, naming the rendered container and field.
+          expect: {
+            kind: 'refused',
+            path: `${group === 'sidecars' ? 'spec.containers[1]' : 'spec.initContainers[0]'}(evil).securityContext.${field}`,
+          },
         })),
     ],
     // Variables the agent sets itself.

@@ -215,12 +215,15 @@ describe('the npm package', () => {
   it('renders a deployment exactly as the sources do', async () => {
     const file = join(work, 'deployment.json');
     await copyFile(FIXTURE, file);
-    const packaged = await exec(NODE, [bin, 'render', '--file', file], installDir);
+    // The maximal example mounts an nfs volume: Pod Security baseline allows it.
+    const config = join(work, 'render-config.yaml');
+    await writeFile(config, 'render:\n  policy:\n    podSecurity: baseline\n');
+    const packaged = await exec(NODE, [bin, 'render', '--file', file, '--config', config], installDir);
     expect(packaged.code, packaged.stderr).toBe(0);
     expect(packaged.stdout).toContain('kind: Deployment');
     const fromSources = await exec(
       NODE,
-      [join(REPO, 'src', 'cli', 'main.ts'), 'render', '--file', file],
+      [join(REPO, 'src', 'cli', 'main.ts'), 'render', '--file', file, '--config', config],
       REPO,
     );
     expect(packaged.stdout).toBe(fromSources.stdout);

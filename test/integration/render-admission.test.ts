@@ -6,12 +6,14 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/index.ts';
-import { renderDeployment } from '../../src/render/index.ts';
+import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { adminKube, uniqueNamespace } from '../support/adminKube.ts';
-import { goldenConfig, listener, maximalDeployment, minimalDeployment } from '../support/renderFixtures.ts';
-import { validDeployment } from '../support/specArbitraries.ts';
+import { listener, maximalDeployment, minimalDeployment } from '../support/renderFixtures.ts';
+import { hostilePodSettings, validDeployment } from '../support/specArbitraries.ts';
 
 const admin = adminKube(inject('kubeconfigPath'));
+/** The agent's defaults: Pod Security restricted. */
+const RESTRICTED = RenderConfig.parse({ ingress: { className: 'nginx' } });
 const namespace = uniqueNamespace('admission');
 let kube: KubeClient;
 
@@ -58,7 +60,7 @@ function podTemplates(deployment: Deployment): { name: string; template: Record<
       listener: { ...listener, compute_config: { k8s_namespaces: [namespace] } },
       allowedNamespaces: undefined,
     },
-    goldenConfig,
+    RESTRICTED,
   );
   if (!result.ok) throw result.error;
   return result.value.objects.flatMap((object: KubeObject) => {
@@ -142,4 +144,45 @@ describe('a restricted namespace with a cpu/memory quota', () => {
       { numRuns: 15 },
     );
   });
+});
+
+// Issue 18, finding 1: Pod Security is the agent's to enforce, not an accident of friendly input.
+// Every generated deployment is either refused by render or admitted, every pod of it, by the real
+// Pod Security admission of a restricted namespace: never rendered and then refused.
+describe('free-form pod settings from a control-plane user', () => {
+  it('are refused by render or admitted by Pod Security restricted: zero admitted by render but rejected', async () => {
+    const counts = { cases: 0, refused: 0, admitted: 0 };
+    await fc.assert(
+      fc.asyncProperty(hostilePodSettings, async (deployment) => {
+        counts.cases++;
+        const moved = structuredClone(deployment);
+        moved.source_config.listener_config = { k8s_namespace: namespace };
+        const result = renderDeployment(
+          {
+            deployment: moved,
+            revision: undefined,
+            listener: { ...listener, compute_config: { k8s_namespaces: [namespace] } },
+            allowedNamespaces: undefined,
+          },
+          RESTRICTED,
+        );
+        if (!result.ok) {
+          counts.refused++;
+          expect(result.error.problems.every((p) => p.message.includes('Pod Security restricted'))).toBe(
+            true,
+          );
+          return;
+        }
+        for (const { name, template } of podTemplates(deployment))
+          expect(await admitted(name, template)).toBe(name);
+        counts.admitted++;
+      }),
+      { numRuns: Number(process.env.POD_SECURITY_RUNS ?? 300) },
+    );
+    console.log(
+      `pod security property: ${counts.cases} generated deployments, ${counts.refused} refused by render, ${counts.admitted} admitted by Pod Security restricted`,
+    );
+    expect(counts.refused).toBeGreaterThan(0);
+    expect(counts.admitted).toBeGreaterThan(0);
+  }, 300_000);
 });

@@ -203,3 +203,140 @@ export const breakage: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
 );
 
 export { listener };
+
+// --- Pod settings as an attacker with a control-plane account would write them (issue 18) -----
+
+const maybe = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined });
+const profile = (types: string[]) =>
+  fc
+    .constantFrom(...types)
+    .map((type) => (type === 'Localhost' ? { type, localhostProfile: 'profiles/app.json' } : { type }));
+
+/** Only what restricted allows, in every field it looks at (render must take these). */
+const allowedContext = fc.record(
+  {
+    allowPrivilegeEscalation: fc.constant(false),
+    runAsUser: fc.constantFrom(1000, 65532),
+    runAsNonRoot: fc.constant(true),
+    readOnlyRootFilesystem: fc.boolean(),
+    capabilities: fc.record({ add: fc.constantFrom([], ['NET_BIND_SERVICE']), drop: fc.constant(['ALL']) }),
+    seccompProfile: profile(['RuntimeDefault', 'Localhost']),
+    appArmorProfile: profile(['RuntimeDefault', 'Localhost']),
+    seLinuxOptions: fc.constantFrom({ type: 'container_t' }, { level: 's0:c123,c456' }),
+    procMount: fc.constant('Default'),
+  },
+  { requiredKeys: [] },
+);
+
+/** A container security context: every field Pod Security looks at, safe and unsafe values. */
+const anyContext = fc.record(
+  {
+    privileged: fc.boolean(),
+    allowPrivilegeEscalation: fc.constantFrom(true, false, null),
+    runAsUser: fc.constantFrom(0, 1000, 65532),
+    runAsNonRoot: fc.boolean(),
+    readOnlyRootFilesystem: fc.boolean(),
+    capabilities: fc.record(
+      {
+        add: fc.subarray(['NET_BIND_SERVICE', 'NET_ADMIN', 'SYS_ADMIN', 'CHOWN', 'NET_RAW']),
+        drop: fc.constantFrom([], ['ALL'], ['NET_RAW']),
+      },
+      { requiredKeys: [] },
+    ),
+    seccompProfile: profile(['RuntimeDefault', 'Unconfined', 'Localhost']),
+    appArmorProfile: profile(['RuntimeDefault', 'Unconfined', 'Localhost']),
+    seLinuxOptions: fc.constantFrom({ type: 'container_t' }, { type: 'spc_t' }, { level: 's0:c123,c456' }),
+    procMount: fc.constantFrom('Default', 'Unmasked'),
+  },
+  { requiredKeys: [] },
+);
+const securityContext = fc.oneof(
+  { weight: 3, arbitrary: allowedContext },
+  { weight: 1, arbitrary: anyContext },
+);
+
+/** One volume of each type the interface has, with content the API server takes. */
+const VOLUME_KINDS = {
+  configMap: { name: 'settings' },
+  secret: { secretName: 'tls' },
+  emptyDir: { sizeLimit: '64Mi' },
+  persistentVolumeClaim: { claimName: 'shared' },
+  nfs: { server: 'files.example.test', path: '/exports' },
+  projected: {
+    sources: [
+      { configMap: { name: 'settings' } },
+      { downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+    ],
+  },
+  downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] },
+  csi: { driver: 'files.csi.example.test', readOnly: true },
+} as const;
+
+type VolumeKind = keyof typeof VOLUME_KINDS;
+const ALL_VOLUME_KINDS = Object.keys(VOLUME_KINDS) as VolumeKind[];
+/** Mostly the volume types restricted allows; at times nfs too. */
+const volumeKinds: fc.Arbitrary<VolumeKind[]> = fc.oneof(
+  {
+    weight: 3,
+    arbitrary: fc.subarray(
+      ALL_VOLUME_KINDS.filter((kind) => kind !== 'nfs'),
+      { minLength: 1 },
+    ),
+  },
+  { weight: 1, arbitrary: fc.subarray(ALL_VOLUME_KINDS, { minLength: 1 }) },
+);
+
+/**
+ * A deployment (the minimal one) with free-form pod settings: sidecars and an init container with
+ * any security context, volumes of every type mounted with any propagation, and annotations that
+ * set AppArmor or seccomp the old way. Pod-level fields (sysctls, host namespaces) are not part of
+ * the interface, so they cannot be generated: render never renders them from input.
+ */
+export const hostilePodSettings: fc.Arbitrary<Deployment> = fc
+  .record({
+    volumes: volumeKinds,
+    propagation: maybe(fc.constantFrom('None', 'HostToContainer', 'HostToContainer', 'Bidirectional')),
+    sidecars: fc.array(maybe(securityContext), { minLength: 1, maxLength: 2 }),
+    init: maybe(securityContext),
+    annotations: fc.record(
+      {
+        'container.apparmor.security.beta.kubernetes.io/app': fc.constantFrom(
+          'runtime/default',
+          'unconfined',
+          'localhost/app',
+        ),
+        'seccomp.security.alpha.kubernetes.io/pod': fc.constantFrom('runtime/default', 'unconfined'),
+        team: fc.constant('agents'),
+      },
+      { requiredKeys: [] },
+    ),
+  })
+  .map(({ volumes, propagation, sidecars, init, annotations }) => {
+    const deployment = structuredClone(minimalDeployment);
+    const volumeName = (kind: string) => kind.toLowerCase();
+    const mounts = volumes.map((kind) => ({
+      name: volumeName(kind),
+      mountPath: `/mnt/${volumeName(kind)}`,
+      ...(propagation ? { mountPropagation: propagation } : {}),
+    }));
+    const container = (name: string, context: object | undefined): Container => ({
+      name,
+      image: 'busybox:1.36',
+      volumeMounts: mounts,
+      ...(context ? { securityContext: { ...context } } : {}),
+    });
+    deployment.source_config.resource_spec = {
+      min_scale: 1,
+      max_scale: 1,
+      cpu: 0.1,
+      memory_mb: 64,
+      annotations,
+      volumes: volumes.map((kind) => ({
+        name: volumeName(kind),
+        [kind]: structuredClone(VOLUME_KINDS[kind]),
+      })),
+      sidecars: sidecars.map((context, i) => container(`side${i}`, context)),
+      ...(init === undefined ? {} : { init_containers: [container('setup', init)] }),
+    };
+    return deployment;
+  });

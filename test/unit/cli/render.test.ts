@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { runRenderCommand } from '../../../src/cli/render.ts';
@@ -38,11 +40,28 @@ afterAll(() => harness.close());
 
 describe('render command', () => {
   it('prints the objects of a deployment file as YAML documents', async () => {
-    const { code, stdout } = await capture(['--file', 'test/fixtures/deployment-maximal.json']);
+    // The maximal example mounts an nfs volume, which only Pod Security baseline allows.
+    const dir = mkdtempSync(join(tmpdir(), 'render-config-'));
+    writeFileSync(join(dir, 'config.yaml'), 'render:\n  policy:\n    podSecurity: baseline\n');
+    const { code, stdout } = await capture([
+      '--file',
+      'test/fixtures/deployment-maximal.json',
+      '--config',
+      join(dir, 'config.yaml'),
+    ]);
     expect(code).toBe(0);
     expect(kinds(stdout)).toContain('PodTemplate');
     expect(stdout).toContain('# Source: StatefulSet/apps/');
     expect(stdout).not.toContain('maximal-secret-value-1');
+  });
+
+  it('refuses what the Pod Security level forbids, naming the field (restricted by default: no nfs)', async () => {
+    const { code, stdout, stderr } = await capture(['--file', 'test/fixtures/deployment-maximal.json']);
+    expect(code).not.toBe(0);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(
+      /Deployment\/\S+ spec\.volumes\[\d+\]\.nfs: nfs volumes are not allowed \(Pod Security restricted\)/,
+    );
   });
 
   it('reads a deployment, its latest revision and its listener from the control plane by id', async () => {

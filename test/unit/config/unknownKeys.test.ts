@@ -79,7 +79,7 @@ describe('unknown configuration keys', () => {
     ['render.kvstore.defaults.memoryMB', 'render.kvstore.defaults.memoryMb'],
     ['render.defaults.dev_free.cpus', 'render.defaults.dev_free.cpu'],
     ['render.hardening.runAsNonroot', 'render.hardening.runAsNonRoot'],
-    ['render.policy.forbidPrivileged', 'render.policy.forbidPrivilegedContainers'],
+    ['render.policy.podSecurityLevel', 'render.policy.podSecurity'],
     ['render.redis', undefined],
   ])('%s is refused, naming %s', async (path, suggestion) => {
     const error = await loadError(withKey(REQUIRED, path, 1));

@@ -396,10 +396,16 @@ describe('hardening and policy', () => {
     });
   });
 
-  it('lets the agent configuration override the hardening', () => {
-    const cfg = config({
-      hardening: { runAsNonRoot: false, dropAllCapabilities: false, readOnlyRootFilesystem: true },
-    });
+  it('lets the agent configuration relax the hardening only as far as its Pod Security level allows', () => {
+    const relaxed = { runAsNonRoot: false, dropAllCapabilities: false, readOnlyRootFilesystem: true };
+    // restricted (the default) refuses the result, naming each field; baseline takes it.
+    expect(Object.keys(problems(withSpec({}), config({ hardening: relaxed })))).toEqual(
+      expect.arrayContaining([
+        'Deployment/hello spec.containers[0](app).securityContext.capabilities.drop',
+        'Deployment/hello spec.containers[0](app).securityContext.runAsNonRoot',
+      ]),
+    );
+    const cfg = config({ hardening: relaxed, policy: { podSecurity: 'baseline' } });
     const spec = podSpec(find(render(withSpec({}), cfg), 'Deployment'));
     expect(spec.securityContext).toEqual({ seccompProfile: { type: 'RuntimeDefault' } });
     expect(spec.containers[0].securityContext).toEqual({
@@ -408,17 +414,19 @@ describe('hardening and policy', () => {
     });
   });
 
-  it('forbids privileged sidecars and init containers by policy, and allows them when the policy does', () => {
+  it('refuses privileged sidecars and added capabilities at every Pod Security level, naming the container', () => {
     const input = withSpec({
       sidecars: [{ name: 's', image: 'x', securityContext: { privileged: true } }],
       init_containers: [{ name: 'i', image: 'x', securityContext: { capabilities: { add: ['NET_ADMIN'] } } }],
     });
-    expect(Object.keys(problems(input))).toEqual([
-      'source_config.resource_spec.init_containers[0].securityContext.capabilities.add',
-      'source_config.resource_spec.sidecars[0].securityContext.privileged',
-    ]);
-    const allowed = render(input, config({ policy: { forbidPrivilegedContainers: false } }));
-    expect(podSpec(find(allowed, 'Deployment')).containers[1].securityContext.privileged).toBe(true);
+    for (const podSecurity of ['restricted', 'baseline'] as const) {
+      expect(Object.keys(problems(input, config({ policy: { podSecurity } })))).toEqual(
+        expect.arrayContaining([
+          'Deployment/hello spec.initContainers[0](i).securityContext.capabilities.add',
+          'Deployment/hello spec.containers[1](s).securityContext.privileged',
+        ]),
+      );
+    }
   });
 });
 
