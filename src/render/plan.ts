@@ -227,7 +227,7 @@ export function planDeployment(
   }
   checkPodMetadata(spec, problems);
   checkVolumesAndContainers(spec, config, problems);
-  const host = resolveHost(deployment.source_config.custom_url, problems);
+  const host = resolveHost(deployment.source_config.custom_url, config, problems);
   if (host && !config.ingress.className)
     notes.push('custom_url is not exposed: the agent has no ingress class configured');
 
@@ -493,7 +493,11 @@ function checkContainer(
   checkMounts(container.volumeMounts ?? [], `${path}.volumeMounts`, volumes, problems);
 }
 
-function resolveHost(customUrl: string | null | undefined, problems: Problems): string | undefined {
+function resolveHost(
+  customUrl: string | null | undefined,
+  config: RenderConfig,
+  problems: Problems,
+): string | undefined {
   if (!customUrl) return undefined;
   let host = customUrl.trim().toLowerCase();
   if (host.includes('://')) {
@@ -507,5 +511,24 @@ function resolveHost(customUrl: string | null | undefined, problems: Problems): 
     problems.add('source_config.custom_url', 'is not a valid host name or URL');
     return undefined;
   }
+  // On a shared ingress controller a host is a claim on traffic: only under the platform's domains.
+  const suffixes = config.ingress.allowedHostSuffixes;
+  if (config.ingress.className && !suffixes.some((suffix) => hostUnder(host, suffix))) {
+    problems.add(
+      'source_config.custom_url',
+      suffixes.length === 0
+        ? `host ${host} is not allowed: render.ingress.allowedHostSuffixes allows none`
+        : `host ${host} is not under an allowed domain (${suffixes.join(', ')})`,
+    );
+    return undefined;
+  }
   return host;
+}
+
+/** `app.example.com` is under `example.com` and `.example.com`; `example.com` itself only under the former. */
+function hostUnder(host: string, suffix: string): boolean {
+  const domain = suffix.toLowerCase().replace(/^\./, '');
+  return suffix.startsWith('.')
+    ? host.endsWith(`.${domain}`)
+    : host === domain || host.endsWith(`.${domain}`);
 }

@@ -213,6 +213,12 @@ export const RenderConfig = z.strictObject({
         .default({})
         .describe('Annotations of every rendered Ingress.'),
       tlsSecretName: z.string().optional().describe('TLS Secret of every rendered Ingress.'),
+      allowedHostSuffixes: z
+        .array(z.string().min(1))
+        .default([])
+        .describe(
+          "Domains a deployment's `custom_url` may be under (`example.com` takes it and its subdomains, `.example.com` subdomains only); with an ingress class set, any other host is refused. Empty: none.",
+        ),
     })
     .prefault({})
     .describe('Ingresses for `custom_url`.'),

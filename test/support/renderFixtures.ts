@@ -15,7 +15,7 @@ export const listener = Listener.parse(read('listener.json'));
  * type of the interface, nfs included, which restricted (the default) refuses.
  */
 export const goldenConfig = RenderConfig.parse({
-  ingress: { className: 'nginx' },
+  ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
   policy: { podSecurity: 'baseline' },
 });
 

@@ -56,7 +56,10 @@ describe('the permissions check asks for', () => {
   });
 
   it('asks for ingresses only when an ingress class is configured', () => {
-    const without = namespaceAccess({ render: { ingress: { annotations: {} } }, reconcile });
+    const without = namespaceAccess({
+      render: { ingress: { annotations: {}, allowedHostSuffixes: [] } },
+      reconcile,
+    });
     expect(without.map(qualifiedResource)).not.toContain('ingresses.networking.k8s.io');
     expect(access.map(qualifiedResource)).toContain('ingresses.networking.k8s.io');
   });

@@ -431,6 +431,29 @@ describe('hardening and policy', () => {
 });
 
 describe('deployment type and custom URL', () => {
+  // Issue 18, finding 5: on a shared ingress controller, a host is only taken under the platform's domains.
+  it.each([
+    ['agents.example.test', ['example.test'], true],
+    ['example.test', ['example.test'], true],
+    ['example.test', ['.example.test'], false],
+    ['a.b.example.test', ['.example.test'], true],
+    ['evil-example.test', ['example.test'], false],
+    ['login.bank.test', ['example.test'], false],
+    ['agents.example.test', [], false],
+  ])('custom_url %s with allowedHostSuffixes %j: allowed %s', (host, suffixes, allowed) => {
+    const input = withSpec(
+      {},
+      { source_config: { ...minimalDeployment.source_config, custom_url: `https://${host}` } },
+    );
+    const cfg = config({ ingress: { className: 'nginx', allowedHostSuffixes: suffixes } });
+    const result = renderDeployment(input, cfg);
+    expect(result.ok).toBe(allowed);
+    if (!result.ok)
+      expect(result.error.problems).toEqual([
+        { path: 'source_config.custom_url', message: expect.stringContaining(`host ${host}`) },
+      ]);
+  });
+
   it('adds a PodDisruptionBudget and topology spread for prod only', () => {
     const prod = withSpec(
       {},
@@ -465,7 +488,12 @@ describe('deployment type and custom URL', () => {
       },
     );
     const ingress = find(
-      render(input, config({ ingress: { className: 'nginx', tlsSecretName: 'wildcard' } })),
+      render(
+        input,
+        config({
+          ingress: { className: 'nginx', tlsSecretName: 'wildcard', allowedHostSuffixes: ['example.test'] },
+        }),
+      ),
       'Ingress',
     );
     expect(ingress?.spec.rules[0].host).toBe('hello.example.test');
