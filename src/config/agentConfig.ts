@@ -183,6 +183,12 @@ export async function loadAgentConfig(sources: ConfigSources): Promise<AgentConf
   }
   const result = AgentConfig.safeParse(base);
   if (!result.success) throw configError(result.error.issues, sources.file);
+  if (result.data.namespaces?.includes(result.data.agentNamespace)) {
+    throw new ConfigError(
+      `invalid configuration: namespaces holds the agent's own namespace ${result.data.agentNamespace}: a deployment there could name the agent's ServiceAccount or mount its Secrets`,
+      ['namespaces'],
+    );
+  }
   const { apiKey, apiKeyFile } = result.data.controlPlane;
   if (apiKey !== undefined && apiKeyFile !== undefined) {
     throw new ConfigError(

@@ -127,6 +127,7 @@ export class Agent {
       client: this.#client,
       listenerId: this.#o.listenerId,
       allowedNamespaces: this.#o.allowedNamespaces,
+      agentNamespace: this.#o.agentNamespace,
       logger: this.#log,
       signal: this.#shutdown.signal,
     });
@@ -183,6 +184,7 @@ export class Agent {
       controlPlane: this.#client,
       registration,
       allowedNamespaces: this.#o.allowedNamespaces,
+      agentNamespace: this.#o.agentNamespace,
       identity: this.#o.identity,
       render: this.#o.render,
       reconcile: this.#o.reconcile,

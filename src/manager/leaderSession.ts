@@ -32,6 +32,8 @@ export interface LeaderSessionOptions {
   readonly registration: Registration;
   /** The agent's own allow-list; undefined lets the listener's namespaces stand. */
   readonly allowedNamespaces: readonly string[] | undefined;
+  /** Never managed (see managedNamespaces). */
+  readonly agentNamespace: string;
   readonly identity: string;
   readonly render: RenderConfig;
   readonly reconcile: ReconcileConfig;
@@ -294,7 +296,7 @@ export class LeaderSession {
     }
     const before = this.#listener.compute_config?.k8s_namespaces ?? [];
     let changed = false;
-    const wanted = managedNamespaces(fresh, this.#o.allowedNamespaces);
+    const wanted = managedNamespaces(fresh, this.#o.allowedNamespaces, this.#o.agentNamespace);
     for (const namespace of wanted.filter((n) => !this.#served.includes(n))) {
       // Its inventories first: what this listener already has there must be known before the
       // first reconcile of a deployment there (for pruning).

@@ -24,6 +24,8 @@ export interface RegisterOptions {
   readonly listenerId: string;
   /** The agent's own allow-list; undefined lets the listener's namespaces stand. */
   readonly allowedNamespaces: readonly string[] | undefined;
+  /** The agent's own namespace: never managed, whatever the listener lists (its ServiceAccount and Secrets live there). */
+  readonly agentNamespace: string;
   readonly logger: Logger;
   /** Ends the retries: register rejects with its reason. */
   readonly signal: AbortSignal;
@@ -54,7 +56,7 @@ export async function register(options: RegisterOptions): Promise<Registration> 
   if (listener.compute_type !== 'k8s') {
     throw new RegistrationError(`listener ${listenerId} has compute type ${listener.compute_type}, not k8s`);
   }
-  const namespaces = managedNamespaces(listener, options.allowedNamespaces);
+  const namespaces = managedNamespaces(listener, options.allowedNamespaces, options.agentNamespace);
   if (namespaces.length === 0) {
     const listed = listener.compute_config?.k8s_namespaces ?? [];
     throw new RegistrationError(
@@ -65,10 +67,17 @@ export async function register(options: RegisterOptions): Promise<Registration> 
   return { listener, namespaces };
 }
 
-/** The namespaces the agent manages for `listener`: the listener's, kept by the allow-list. */
-export function managedNamespaces(listener: Listener, allowed: readonly string[] | undefined): string[] {
-  const listed = listener.compute_config?.k8s_namespaces ?? [];
-  return allowed ? listed.filter((n) => allowed.includes(n)) : [...listed];
+/**
+ * The namespaces the agent manages for `listener`: the listener's, kept by the allow-list, never
+ * the agent's own (a deployment there could name the agent's ServiceAccount or mount its Secrets).
+ */
+export function managedNamespaces(
+  listener: Listener,
+  allowed: readonly string[] | undefined,
+  agentNamespace: string,
+): string[] {
+  const listed = (listener.compute_config?.k8s_namespaces ?? []).filter((n) => n !== agentNamespace);
+  return allowed ? listed.filter((n) => allowed.includes(n)) : listed;
 }
 
 /**

@@ -358,8 +358,9 @@ function appPodTemplate(
     metadata: { labels, annotations },
     spec: compact({
       serviceAccountName: spec.service_account_name,
+      // A named ServiceAccount's token only when the policy allows tokens.
       automountServiceAccountToken: spec.service_account_name
-        ? true
+        ? config.policy.serviceAccountTokens
         : config.hardening.automountServiceAccountToken,
       imagePullSecrets: spec.image_pull_secrets?.length ? spec.image_pull_secrets : undefined,
       enableServiceLinks: false,

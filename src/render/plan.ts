@@ -225,7 +225,7 @@ export function planDeployment(
     if (envNames.has(name))
       problems.add('secrets', `${name} is set by the agent and cannot also be a secret or secret reference`);
   }
-  checkPodMetadata(spec, problems);
+  checkPodMetadata(spec, config, problems);
   checkVolumesAndContainers(spec, config, problems);
   const host = resolveHost(deployment.source_config.custom_url, config, problems);
   if (host && !config.ingress.className)
@@ -397,7 +397,7 @@ function checkSecrets(
   });
 }
 
-function checkPodMetadata(spec: ResourceSpec, problems: Problems): void {
+function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Problems): void {
   for (const [kind, map] of [
     ['labels', spec.labels],
     ['annotations', spec.annotations],
@@ -419,8 +419,18 @@ function checkPodMetadata(spec: ResourceSpec, problems: Problems): void {
       else if (kind === 'labels' && !isLabelValue(value)) problems.add(path, 'is not a valid label value');
     }
   }
-  if (spec.service_account_name != null && !isHostname(spec.service_account_name)) {
+  const account = spec.service_account_name;
+  if (account != null && !isHostname(account)) {
     problems.add(`${SPEC}.service_account_name`, 'is not a valid ServiceAccount name');
+  } else if (
+    account != null &&
+    !config.policy.serviceAccounts.some((pattern) => matchesPattern(account, pattern))
+  ) {
+    // A ServiceAccount is its permissions: only those the platform team lets deployments name.
+    problems.add(
+      `${SPEC}.service_account_name`,
+      `ServiceAccount ${account} is not allowed by render.policy.serviceAccounts (${config.policy.serviceAccounts.join(', ') || 'none'})`,
+    );
   }
   spec.image_pull_secrets?.forEach((secret, i) => {
     if (!isHostname(secret.name))
@@ -436,6 +446,19 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
     if (volumes.has(volume.name))
       problems.add(`${SPEC}.volumes[${i}].name`, `duplicate volume name ${volume.name}`);
     volumes.add(volume.name);
+    const sources = volume.projected?.sources;
+    (Array.isArray(sources) ? sources : []).forEach((source: unknown, j) => {
+      if (
+        !config.policy.serviceAccountTokens &&
+        typeof source === 'object' &&
+        source !== null &&
+        'serviceAccountToken' in source
+      )
+        problems.add(
+          `${SPEC}.volumes[${i}].projected.sources[${j}].serviceAccountToken`,
+          'service-account tokens are not allowed by render.policy.serviceAccountTokens',
+        );
+    });
   });
   checkMounts(spec.volume_mounts ?? [], `${SPEC}.volume_mounts`, volumes, problems);
 
@@ -448,6 +471,12 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
       checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, problems);
     });
   }
+}
+
+/** `name` matches `pattern`, where `*` stands for any run of characters. */
+export function matchesPattern(name: string, pattern: string): boolean {
+  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${escaped.join('.*')}$`).test(name);
 }
 
 function checkMounts(

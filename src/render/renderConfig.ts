@@ -191,6 +191,18 @@ export const RenderConfig = z.strictObject({
     .describe('Security settings of every rendered pod and container.'),
   policy: z
     .strictObject({
+      serviceAccounts: z
+        .array(z.string().min(1))
+        .default([])
+        .describe(
+          "ServiceAccounts a deployment may name in `service_account_name` (names, or patterns where `*` is any run of characters). Empty: none. The agent's own namespace is never managed, so its ServiceAccount can never be named.",
+        ),
+      serviceAccountTokens: z
+        .boolean()
+        .default(false)
+        .describe(
+          'Mount the token of a named ServiceAccount, and allow projected serviceAccountToken volumes. Off: no deployment gets a token.',
+        ),
       podSecurity: z
         .enum(['restricted', 'baseline'])
         .default('restricted')

@@ -140,6 +140,8 @@ try {
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: values['log-level'] },
       reconcile: { pollIntervalMs: 2_000, rolloutRecheckMs: 1_000 },
+      // agent-platform runs as the ServiceAccount made for it above.
+      render: { policy: { serviceAccounts: ['agent-*'] } },
     }),
   );
   const config = await loadAgentConfig({ file: configPath, env: {} });

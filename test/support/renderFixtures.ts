@@ -16,7 +16,7 @@ export const listener = Listener.parse(read('listener.json'));
  */
 export const goldenConfig = RenderConfig.parse({
   ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
-  policy: { podSecurity: 'baseline' },
+  policy: { podSecurity: 'baseline', serviceAccounts: ['agent-*'], serviceAccountTokens: true },
 });
 
 export function config(overrides: RenderConfigInput = {}): RenderConfig {

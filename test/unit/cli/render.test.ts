@@ -42,7 +42,10 @@ describe('render command', () => {
   it('prints the objects of a deployment file as YAML documents', async () => {
     // The maximal example mounts an nfs volume, which only Pod Security baseline allows.
     const dir = mkdtempSync(join(tmpdir(), 'render-config-'));
-    writeFileSync(join(dir, 'config.yaml'), 'render:\n  policy:\n    podSecurity: baseline\n');
+    writeFileSync(
+      join(dir, 'config.yaml'),
+      'render:\n  policy:\n    podSecurity: baseline\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n',
+    );
     const { code, stdout } = await capture([
       '--file',
       'test/fixtures/deployment-maximal.json',
@@ -56,7 +59,18 @@ describe('render command', () => {
   });
 
   it('refuses what the Pod Security level forbids, naming the field (restricted by default: no nfs)', async () => {
-    const { code, stdout, stderr } = await capture(['--file', 'test/fixtures/deployment-maximal.json']);
+    // Its ServiceAccount allowed, so that what is left is the nfs volume.
+    const dir = mkdtempSync(join(tmpdir(), 'render-config-'));
+    writeFileSync(
+      join(dir, 'config.yaml'),
+      'render:\n  policy:\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n',
+    );
+    const { code, stdout, stderr } = await capture([
+      '--file',
+      'test/fixtures/deployment-maximal.json',
+      '--config',
+      join(dir, 'config.yaml'),
+    ]);
     expect(code).not.toBe(0);
     expect(stdout).toBe('');
     expect(stderr).toMatch(

@@ -40,6 +40,21 @@ describe('agent configuration', () => {
     expect(config.probes.port).toBe(9191);
   });
 
+  // Issue 18, finding 2: a deployment in the agent's namespace could run as its ServiceAccount.
+  it("refuses an allow-list holding the agent's own namespace, naming it", async () => {
+    const error = await loadAgentConfig({
+      env: {
+        K8S_LISTENER_LISTENER_ID: LISTENER,
+        K8S_LISTENER_CONTROL_PLANE_URL: 'http://cp.example.test',
+        K8S_LISTENER_NAMESPACES: 'apps,k8s-listener',
+      },
+      overrides: { agentNamespace: 'k8s-listener' },
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).fields).toEqual(['namespaces']);
+    expect((error as ConfigError).message).toContain("the agent's own namespace k8s-listener");
+  });
+
   it('refuses an invalid configuration with a typed error naming every field, and no value', async () => {
     const error = await loadAgentConfig({
       env: {

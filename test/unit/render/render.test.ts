@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Revision } from '../../../src/controlplane/schemas/index.ts';
+import type { ResourceSpec, Revision } from '../../../src/controlplane/schemas/index.ts';
 import {
   ANNOTATION_CONFIG_CHECKSUM,
   ANNOTATION_CREATE_ONLY,
@@ -637,5 +637,48 @@ describe('both control-plane dialects (issue 17)', () => {
     expect(zeroResult.value.statusNotes).toEqual([expect.stringContaining('dev_zero runs as dev')]);
     expect(zeroResult.value.notes).toEqual(zeroResult.value.statusNotes);
     expect(devResult.value.statusNotes).toEqual([]);
+  });
+});
+
+// Issue 18, finding 2: a ServiceAccount is its permissions; a token is a credential.
+describe('service accounts by policy', () => {
+  const named = (account: string, volumes: ResourceSpec['volumes'] = []) =>
+    withSpec({ service_account_name: account, volumes });
+  const tokenVolume = {
+    name: 'token',
+    projected: { sources: [{ serviceAccountToken: { path: 'token', audience: 'vault' } }] },
+  };
+
+  it('refuses a ServiceAccount the policy does not name (none by default), naming the field', () => {
+    expect(problems(named('agent-platform'))).toEqual({
+      'source_config.resource_spec.service_account_name': expect.stringContaining(
+        'ServiceAccount agent-platform is not allowed by render.policy.serviceAccounts (none)',
+      ),
+    });
+    expect(
+      problems(named('payroll'), config({ policy: { serviceAccounts: ['agent-*', 'reporting'] } })),
+    ).toEqual({
+      'source_config.resource_spec.service_account_name': expect.stringContaining('(agent-*, reporting)'),
+    });
+  });
+
+  it('runs as an allowed one without its token unless the policy allows tokens', () => {
+    const allowed = config({ policy: { serviceAccounts: ['agent-*'] } });
+    const spec = podSpec(find(render(named('agent-platform'), allowed), 'Deployment'));
+    expect(spec.serviceAccountName).toBe('agent-platform');
+    expect(spec.automountServiceAccountToken).toBe(false);
+    const withTokens = config({ policy: { serviceAccounts: ['agent-*'], serviceAccountTokens: true } });
+    expect(
+      podSpec(find(render(named('agent-platform'), withTokens), 'Deployment')).automountServiceAccountToken,
+    ).toBe(true);
+  });
+
+  it('refuses a projected service-account token unless the policy allows tokens', () => {
+    const input = withSpec({ volumes: [tokenVolume] });
+    expect(problems(input)).toEqual({
+      'source_config.resource_spec.volumes[0].projected.sources[0].serviceAccountToken':
+        expect.stringContaining('render.policy.serviceAccountTokens'),
+    });
+    expect(renderDeployment(input, config({ policy: { serviceAccountTokens: true } })).ok).toBe(true);
   });
 });
