@@ -32,6 +32,7 @@ import {
   type RenderedDeployment,
   renderDeployment,
 } from '../render/index.ts';
+import { podReferences } from '../render/references.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
@@ -169,6 +170,7 @@ export class Reconciler {
     //    Names held from the read to the last write: another deployment whose objects share one
     //    reads ours after we applied it (and is refused), never "absent" beside us.
     const previous = this.#o.inventories.get(deploymentId);
+    await this.#checkReferences(deploymentId, objects, signal);
     const release = await this.#names.acquire(next.entries.map(entryId), signal);
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
     try {
@@ -271,6 +273,37 @@ export class Reconciler {
       first ? next : { ...next, entries: union, specHash: here?.inventory.specHash ?? '' },
       signal,
     );
+  }
+
+  /**
+   * A deployment's pods may use what it owns and what the platform team made, never another
+   * deployment's objects (its database volume, its generated Secrets, its inventory): each
+   * Secret, ConfigMap and claim the pod templates name is looked up among this listener's objects.
+   */
+  async #checkReferences(
+    deploymentId: string,
+    objects: readonly KubeObject[],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const foreign: string[] = [];
+    for (const reference of podReferences(objects)) {
+      const ref = {
+        apiVersion: 'v1',
+        kind: reference.kind,
+        namespace: reference.namespace,
+        name: reference.name,
+      };
+      // The watch cache holds every object of this listener: once synced, a miss is not one of ours.
+      const live = this.#o.cache?.isSynced(reference.kind, reference.namespace)
+        ? this.#o.cache.get(ref)
+        : await this.#o.kube.get(ref, { signal });
+      if (!live || live.metadata.labels[LABEL_LISTENER_ID] !== this.#listenerId()) continue;
+      if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
+        foreign.push(
+          `${reference.path} names ${reference.kind}/${reference.name}, which belongs to another deployment`,
+        );
+    }
+    if (foreign.length > 0) throw new TerminalError(Reason.ForeignReference, foreign.join('; '));
   }
 
   /**

@@ -215,7 +215,7 @@ export function planDeployment(
       };
   }
 
-  checkSecrets(secrets, secretReferences, problems);
+  checkSecrets(secrets, secretReferences, config, problems);
   const generatedEnv = [
     config.app.roleEnv,
     ...(database ? [config.database.passwordEnv, config.database.uriEnv] : []),
@@ -367,6 +367,7 @@ function resolveResources(
 function checkSecrets(
   secrets: readonly Secret[],
   references: readonly SecretReference[],
+  config: RenderConfig,
   problems: Problems,
 ): void {
   const seen = new Set<string>();
@@ -392,6 +393,13 @@ function checkSecrets(
     seen.add(reference.name);
     if (!isHostname(reference.secret_name))
       problems.add(`secret_references[${i}].secret_name`, 'is not a valid Secret name');
+    else if (
+      !config.policy.secretReferences.some((pattern) => matchesPattern(reference.secret_name, pattern))
+    )
+      problems.add(
+        `secret_references[${i}].secret_name`,
+        `Secret ${reference.secret_name} is not allowed by render.policy.secretReferences (${config.policy.secretReferences.join(', ') || 'none'})`,
+      );
     if (!isSecretKey(reference.secret_key))
       problems.add(`secret_references[${i}].secret_key`, 'is not a valid Secret key');
   });

@@ -197,6 +197,12 @@ export const RenderConfig = z.strictObject({
         .describe(
           "ServiceAccounts a deployment may name in `service_account_name` (names, or patterns where `*` is any run of characters). Empty: none. The agent's own namespace is never managed, so its ServiceAccount can never be named.",
         ),
+      secretReferences: z
+        .array(z.string().min(1))
+        .default(['*'])
+        .describe(
+          "Secrets a deployment's `secret_references` may name (names or `*` patterns): the Secrets the platform team made for deployments. Whatever this allows, a Secret the agent manages for another deployment is never used.",
+        ),
       serviceAccountTokens: z
         .boolean()
         .default(false)

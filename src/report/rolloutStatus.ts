@@ -31,6 +31,7 @@ export const Reason = {
   PodUnschedulable: 'Unschedulable',
   ApplyRejected: 'ApplyRejected',
   RenderInvalid: 'RenderInvalid',
+  ForeignReference: 'ForeignReference',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

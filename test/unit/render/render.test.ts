@@ -682,3 +682,56 @@ describe('service accounts by policy', () => {
     expect(renderDeployment(input, config({ policy: { serviceAccountTokens: true } })).ok).toBe(true);
   });
 });
+
+// Issue 18, finding 3: what a pod names, found wherever a pod can name it.
+describe('references of rendered pods', () => {
+  it('lists every Secret, ConfigMap and claim a pod template names, with where', async () => {
+    const { podReferences } = await import('../../../src/render/references.ts');
+    const input = withSpec({
+      image_pull_secrets: [{ name: 'pull' }],
+      volumes: [
+        { name: 'a', secret: { secretName: 's-vol' } },
+        { name: 'b', configMap: { name: 'cm-vol' } },
+        { name: 'c', persistentVolumeClaim: { claimName: 'data-other-db-0' } },
+        {
+          name: 'd',
+          projected: { sources: [{ secret: { name: 's-proj' } }, { configMap: { name: 'cm-proj' } }] },
+        },
+      ],
+      sidecars: [
+        {
+          name: 'side',
+          image: 'busybox',
+          env: [{ name: 'X', valueFrom: { secretKeyRef: { name: 's-env', key: 'k' } } }],
+          envFrom: [{ secretRef: { name: 's-from' } }, { configMapRef: { name: 'cm-from' } }],
+        },
+      ],
+    });
+    const refs = podReferences(render(input)).map((r) => `${r.kind}/${r.name}`);
+    for (const expected of [
+      'Secret/pull',
+      'Secret/s-vol',
+      'ConfigMap/cm-vol',
+      'PersistentVolumeClaim/data-other-db-0',
+      'Secret/s-proj',
+      'ConfigMap/cm-proj',
+      'Secret/s-env',
+      'Secret/s-from',
+      'ConfigMap/cm-from',
+    ])
+      expect(refs).toContain(expected);
+  });
+
+  it('limits secret_references to the Secrets render.policy.secretReferences names', () => {
+    const input = withSpec(
+      {},
+      { secret_references: [{ name: 'TOKEN', secret_name: 'payroll-db', secret_key: 'password' }] },
+    );
+    expect(renderDeployment(input, config()).ok).toBe(true);
+    expect(problems(input, config({ policy: { secretReferences: ['shared-*'] } }))).toEqual({
+      'secret_references[0].secret_name': expect.stringContaining(
+        'Secret payroll-db is not allowed by render.policy.secretReferences (shared-*)',
+      ),
+    });
+  });
+});
