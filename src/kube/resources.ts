@@ -56,6 +56,7 @@ const TYPES: readonly ResourceType[] = [
   grouped('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers'),
   grouped('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
   grouped('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
+  grouped('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies'),
   grouped('coordination.k8s.io', 'v1', 'Lease', 'leases'),
   grouped('events.k8s.io', 'v1', 'Event', 'events'),
 ];
@@ -79,6 +80,7 @@ export type ManagedKind =
   | 'HorizontalPodAutoscaler'
   | 'PodDisruptionBudget'
   | 'Ingress'
+  | 'NetworkPolicy'
   | 'Lease';
 
 const BY_NAME: Readonly<Record<ManagedKind, ResourceType>> = (() => {

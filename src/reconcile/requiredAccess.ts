@@ -26,7 +26,8 @@ type WrittenKind =
   | 'PodTemplate'
   | 'HorizontalPodAutoscaler'
   | 'PodDisruptionBudget'
-  | 'Ingress';
+  | 'Ingress'
+  | 'NetworkPolicy';
 
 const WATCHED: ReadonlySet<string> = new Set([...WATCHED_KINDS, ...OBSERVED_KINDS]);
 
@@ -54,7 +55,7 @@ function written(kind: WrittenKind, why: string, extra: readonly string[] = []):
 
 /** What the agent needs in every namespace it manages. */
 export function namespaceAccess(config: {
-  readonly render: Pick<RenderConfig, 'ingress'>;
+  readonly render: Pick<RenderConfig, 'ingress' | 'networkPolicy'>;
   readonly reconcile: Pick<ReconcileConfig, 'prune'>;
 }): RequiredAccess[] {
   const keepVolumes = config.reconcile.prune.keepDatabaseVolumes;
@@ -97,6 +98,9 @@ export function namespaceAccess(config: {
   ];
   if (config.render.ingress.className !== undefined) {
     access.push(written('Ingress', 'the Ingress of custom_url (render.ingress.className is set)'));
+  }
+  if (config.render.networkPolicy.enabled) {
+    access.push(written('NetworkPolicy', "each deployment's network fence (render.networkPolicy.enabled)"));
   }
   return access;
 }

@@ -14,6 +14,7 @@ export const WATCHED_KINDS = [
   'HorizontalPodAutoscaler',
   'PodDisruptionBudget',
   'Ingress',
+  'NetworkPolicy',
 ] as const;
 
 /**
@@ -24,9 +25,15 @@ export const INVENTORY_KINDS: ReadonlySet<string> = new Set(
   WATCHED_KINDS.filter((kind) => kind !== 'ConfigMap' && kind !== 'PersistentVolumeClaim'),
 );
 
-/** The kinds watched under this render configuration: no Ingress without an ingress class. */
-export function watchedKinds(render: Pick<RenderConfig, 'ingress'>): (typeof WATCHED_KINDS)[number][] {
-  return WATCHED_KINDS.filter((kind) => kind !== 'Ingress' || render.ingress.className !== undefined);
+/** The kinds watched under this render configuration: no Ingress without an ingress class, no NetworkPolicy when off. */
+export function watchedKinds(
+  render: Pick<RenderConfig, 'ingress' | 'networkPolicy'>,
+): (typeof WATCHED_KINDS)[number][] {
+  return WATCHED_KINDS.filter(
+    (kind) =>
+      (kind !== 'Ingress' || render.ingress.className !== undefined) &&
+      (kind !== 'NetworkPolicy' || render.networkPolicy.enabled),
+  );
 }
 
 /**

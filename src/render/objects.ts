@@ -23,7 +23,7 @@ import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
 type Json = Record<string, unknown>;
-type Component = AppRole | 'database' | 'kvstore' | 'config';
+type Component = AppRole | 'database' | 'kvstore' | 'config' | 'network';
 
 export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject[] {
   const names = objectNames(plan.base);
@@ -45,6 +45,16 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject
     const credentials = object(plan, 'v1', 'Secret', names.databaseCredentials, 'database', {
       type: 'Opaque',
       stringData: { username: config.database.user, database: config.database.database, password: '' },
+    });
+    credentials.metadata.annotations[ANNOTATION_CREATE_ONLY] = 'true';
+    credentials.metadata.annotations[ANNOTATION_GENERATED_KEYS] = 'password';
+    objects.push(credentials);
+  }
+  if (plan.kvstore) {
+    // The store answers only with a password, generated once as the database's is.
+    const credentials = object(plan, 'v1', 'Secret', names.kvstoreCredentials, 'kvstore', {
+      type: 'Opaque',
+      stringData: { password: '' },
     });
     credentials.metadata.annotations[ANNOTATION_CREATE_ONLY] = 'true';
     credentials.metadata.annotations[ANNOTATION_GENERATED_KEYS] = 'password';
@@ -75,7 +85,7 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject
         selector: selectorLabels(plan, 'kvstore'),
         ports: [{ name: 'redis', port: config.kvstore.port, targetPort: 'redis', protocol: 'TCP' }],
       }),
-      kvstoreWorkload(plan, config, names.kvstore),
+      kvstoreWorkload(plan, config, names),
     );
   }
 
@@ -154,8 +164,54 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject
     objects.push(ingress);
   }
 
+  if (config.networkPolicy.enabled) objects.push(...networkPolicies(plan, config));
+
   for (const item of objects) item.metadata.annotations[ANNOTATION_SPEC_HASH] = canonicalHash(item);
   return objects;
+}
+
+const DATA_COMPONENTS = ['database', 'kvstore'];
+
+/**
+ * The deployment's network fence: its database and key-value store accept only its own pods; its
+ * application workloads accept its own pods, the ingress controller's and the sources the platform
+ * team names. Egress is left open (DNS, the control plane's model APIs): ingress is the fence.
+ */
+function networkPolicies(plan: RenderPlan, config: RenderConfig): KubeObject[] {
+  const own = { podSelector: { matchLabels: { [LABEL_DEPLOYMENT_ID]: plan.deploymentId } } };
+  const pods = (operator: 'In' | 'NotIn') => ({
+    matchLabels: { [LABEL_DEPLOYMENT_ID]: plan.deploymentId },
+    matchExpressions: [{ key: LABEL_COMPONENT, operator, values: DATA_COMPONENTS }],
+  });
+  const { ingressControllerNamespace, allowFrom } = config.networkPolicy;
+  const app = object(plan, 'networking.k8s.io/v1', 'NetworkPolicy', plan.base, 'network', {
+    podSelector: pods('NotIn'),
+    policyTypes: ['Ingress'],
+    ingress: [
+      {
+        from: [
+          own,
+          ...(ingressControllerNamespace
+            ? [
+                {
+                  namespaceSelector: {
+                    matchLabels: { 'kubernetes.io/metadata.name': ingressControllerNamespace },
+                  },
+                },
+              ]
+            : []),
+          ...allowFrom,
+        ],
+      },
+    ],
+  });
+  if (!plan.database && !plan.kvstore) return [app];
+  const data = object(plan, 'networking.k8s.io/v1', 'NetworkPolicy', `${plan.base}-data`, 'network', {
+    podSelector: pods('In'),
+    policyTypes: ['Ingress'],
+    ingress: [{ from: [own] }],
+  });
+  return [app, data];
 }
 
 export interface ObjectNames {
@@ -163,6 +219,7 @@ export interface ObjectNames {
   readonly database: string;
   readonly databaseCredentials: string;
   readonly kvstore: string;
+  readonly kvstoreCredentials: string;
 }
 
 export function objectNames(base: string): ObjectNames {
@@ -171,6 +228,7 @@ export function objectNames(base: string): ObjectNames {
     database: `${base}-db`,
     databaseCredentials: `${base}-db-credentials`,
     kvstore: `${base}-kvstore`,
+    kvstoreCredentials: `${base}-kvstore-credentials`,
   };
 }
 
@@ -311,9 +369,14 @@ function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: Ob
     });
   }
   if (plan.kvstore) {
+    const kv = config.kvstore;
     env.push({
-      name: config.kvstore.uriEnv,
-      value: `redis://${names.kvstore}.${plan.namespace}.svc:${config.kvstore.port}/0`,
+      name: kv.passwordEnv,
+      valueFrom: { secretKeyRef: { name: names.kvstoreCredentials, key: 'password' } },
+    });
+    env.push({
+      name: kv.uriEnv,
+      value: `redis://:$(${kv.passwordEnv})@${names.kvstore}.${plan.namespace}.svc:${kv.port}/0`,
     });
   }
   return env;
@@ -428,8 +491,9 @@ function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: Obje
   });
 }
 
-function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, name: string): KubeObject {
+function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, names: ObjectNames): KubeObject {
   const kv = config.kvstore;
+  const name = names.kvstore;
   const template = {
     metadata: { labels: commonLabels(plan, 'kvstore') },
     spec: {
@@ -440,10 +504,19 @@ function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, name: string): 
         compact({
           name: 'redis',
           image: kv.image,
-          // A cache: no snapshots, no append-only file.
-          args: ['--save', '', '--appendonly', 'no'],
+          // A cache: no snapshots, no append-only file; a password ($(VAR): kept out of the spec).
+          args: ['--save', '', '--appendonly', 'no', '--requirepass', '$(REDIS_PASSWORD)'],
+          env: [
+            {
+              name: 'REDIS_PASSWORD',
+              valueFrom: { secretKeyRef: { name: names.kvstoreCredentials, key: 'password' } },
+            },
+          ],
           ports: [{ name: 'redis', containerPort: kv.port, protocol: 'TCP' }],
-          readinessProbe: { exec: { command: ['redis-cli', 'ping'] }, periodSeconds: 5 },
+          readinessProbe: {
+            exec: { command: ['sh', '-c', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping'] },
+            periodSeconds: 5,
+          },
           resources: plan.kvstore ? resources(plan.kvstore.resources) : undefined,
           volumeMounts: [{ name: 'data', mountPath: '/data' }],
           securityContext: containerHardening(config),

@@ -146,6 +146,10 @@ export const RenderConfig = z.strictObject({
         .string()
         .default('REDIS_URI')
         .describe('Environment variable of the application with the connection string.'),
+      passwordEnv: z
+        .string()
+        .default('REDIS_PASSWORD')
+        .describe('Environment variable of the application with the generated password (a `secretKeyRef`).'),
       bringYourOwnNames: z
         .array(z.string())
         .default(['REDIS_URI'])
@@ -220,6 +224,27 @@ export const RenderConfig = z.strictObject({
     .describe(
       'What a deployment may ask for. Host namespaces, host ports and hostPath volumes cannot be expressed through the interface at all; a privileged container is refused at every level.',
     ),
+  networkPolicy: z
+    .strictObject({
+      enabled: z
+        .boolean()
+        .default(true)
+        .describe(
+          'Render a NetworkPolicy per deployment. Off for clusters whose network plugin does not enforce them (the policies would promise what nothing keeps).',
+        ),
+      ingressControllerNamespace: z
+        .string()
+        .optional()
+        .describe("The ingress controller's namespace: its pods may reach the application workloads."),
+      allowFrom: z
+        .array(FreeForm)
+        .default([])
+        .describe(
+          "More sources the application workloads accept connections from: NetworkPolicyPeer objects (e.g. a monitoring namespace). The database and key-value store accept only the deployment's own pods, whatever this says.",
+        ),
+    })
+    .prefault({})
+    .describe("Each deployment's network fenced: its data stores reachable only from its own pods."),
   ingress: z
     .strictObject({
       className: z

@@ -89,6 +89,7 @@ describe('render command', () => {
     expect(kinds(stdout)).toEqual([
       'Secret',
       'Secret',
+      'Secret',
       'Service',
       'Service',
       'StatefulSet',
@@ -97,6 +98,8 @@ describe('render command', () => {
       'Deployment',
       'HorizontalPodAutoscaler',
       'PodDisruptionBudget',
+      'NetworkPolicy',
+      'NetworkPolicy',
     ]);
     expect(stdout).toContain('image: busybox:1.36');
   });

@@ -57,11 +57,17 @@ describe('the permissions check asks for', () => {
 
   it('asks for ingresses only when an ingress class is configured', () => {
     const without = namespaceAccess({
-      render: { ingress: { annotations: {}, allowedHostSuffixes: [] } },
+      render: {
+        ingress: { annotations: {}, allowedHostSuffixes: [] },
+        networkPolicy: { enabled: false, allowFrom: [] },
+      },
       reconcile,
     });
     expect(without.map(qualifiedResource)).not.toContain('ingresses.networking.k8s.io');
     expect(access.map(qualifiedResource)).toContain('ingresses.networking.k8s.io');
+    // NetworkPolicies likewise, only when they are rendered (on by default).
+    expect(without.map(qualifiedResource)).not.toContain('networkpolicies.networking.k8s.io');
+    expect(access.map(qualifiedResource)).toContain('networkpolicies.networking.k8s.io');
   });
 
   it('asks to delete volumes only when they are not kept', () => {

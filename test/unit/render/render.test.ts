@@ -150,7 +150,7 @@ describe('cpu and memory', () => {
 
 describe('workload groups', () => {
   it('renders only the main workload when no other group is set', () => {
-    expect(kinds(render(withSpec({})))).toEqual(['Service/hello', 'Deployment/hello']);
+    expect(kinds(render(withSpec({})))).toEqual(['Service/hello', 'Deployment/hello', 'NetworkPolicy/hello']);
   });
 
   it('renders queue and orchestrator Deployments and an executor PodTemplate from the same image, each with its role', () => {
@@ -161,6 +161,7 @@ describe('workload groups', () => {
       'Deployment/hello-queue',
       'Deployment/hello-orchestrator',
       'PodTemplate/hello-executor',
+      'NetworkPolicy/hello',
     ]);
     for (const [kind, suffix, role] of [
       ['Deployment', '-queue', 'queue'],
@@ -204,7 +205,14 @@ describe('database and key-value store', () => {
     expect(env.find((e) => e.name === 'DATABASE_URI')?.value).toBe(
       'postgresql://app:$(DATABASE_PASSWORD)@hello-db.apps.svc:5432/app',
     );
-    expect(env.find((e) => e.name === 'REDIS_URI')?.value).toBe('redis://hello-kvstore.apps.svc:6379/0');
+    // The key-value store answers only with its generated password (finding 11).
+    expect(names.indexOf('REDIS_PASSWORD')).toBeLessThan(names.indexOf('REDIS_URI'));
+    expect(env.find((e) => e.name === 'REDIS_URI')?.value).toBe(
+      'redis://:$(REDIS_PASSWORD)@hello-kvstore.apps.svc:6379/0',
+    );
+    expect(
+      find(objects, 'Secret', '-kvstore-credentials')?.metadata.annotations[ANNOTATION_CREATE_ONLY],
+    ).toBe('true');
     expect(find(objects, 'StatefulSet', '-kvstore')).toBeDefined();
   });
 
@@ -232,6 +240,7 @@ describe('database and key-value store', () => {
       'Secret/hello-secrets',
       'Service/hello',
       'Deployment/hello',
+      'NetworkPolicy/hello',
     ]);
     expect(result.value.notes).toEqual([
       'no database provisioned: the deployment brings its own (DATABASE_URI)',
@@ -733,5 +742,51 @@ describe('references of rendered pods', () => {
         'Secret payroll-db is not allowed by render.policy.secretReferences (shared-*)',
       ),
     });
+  });
+});
+
+// Issue 18, finding 11: each deployment's network fenced (enforced by the cluster's network plugin).
+describe('network policies', () => {
+  const withData = withSpec({ db_storage_gi: 1, kvstore_memory_mb: 64 });
+  const id = minimalDeployment.id;
+
+  it('lets only the deployment’s own pods reach its database and key-value store', () => {
+    const data = find(render(withData), 'NetworkPolicy', '-data');
+    expect(data?.spec).toEqual({
+      podSelector: {
+        matchLabels: { [LABEL_DEPLOYMENT_ID]: id },
+        matchExpressions: [{ key: LABEL_COMPONENT, operator: 'In', values: ['database', 'kvstore'] }],
+      },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: { matchLabels: { [LABEL_DEPLOYMENT_ID]: id } } }] }],
+    });
+  });
+
+  it.each([
+    ['its own pods only', {}, []],
+    [
+      'and the ingress controller’s namespace',
+      { ingressControllerNamespace: 'ingress-nginx' },
+      [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }],
+    ],
+    [
+      'and the sources the platform team names',
+      { allowFrom: [{ namespaceSelector: { matchLabels: { team: 'observability' } } }] },
+      [{ namespaceSelector: { matchLabels: { team: 'observability' } } }],
+    ],
+  ])('lets the application workloads be reached by %s', (_what, networkPolicy, extra) => {
+    const app = find(render(withData, config({ networkPolicy })), 'NetworkPolicy', 'hello');
+    expect(app?.spec.podSelector.matchExpressions).toEqual([
+      { key: LABEL_COMPONENT, operator: 'NotIn', values: ['database', 'kvstore'] },
+    ]);
+    expect(app?.spec.ingress).toEqual([
+      { from: [{ podSelector: { matchLabels: { [LABEL_DEPLOYMENT_ID]: id } } }, ...extra] },
+    ]);
+  });
+
+  it('renders none when off (a cluster whose network plugin does not enforce them)', () => {
+    expect(
+      find(render(withData, config({ networkPolicy: { enabled: false } })), 'NetworkPolicy'),
+    ).toBeUndefined();
   });
 });
