@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml, stringify } from 'yaml';
 import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
+import { maskSecret } from '../kube/serverDiff.ts';
 import { chooseTarget } from '../reconcile/target.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
 import { createLogger } from './logger.ts';
@@ -22,6 +23,7 @@ Prints the Kubernetes objects the agent would apply for one deployment, as YAML 
                         named by K8S_LISTENER_API_KEY_FILE)
   --config FILE         agent configuration (its "render" section is used; unknown keys
                         anywhere in it are refused, as at the agent's start)
+  --show-secrets        print Secret values (masked by default: each reads "(masked)")
 Exit status: 0 rendered, 1 the deployment is invalid (every problem is listed), 2 usage.
 `;
 
@@ -35,6 +37,7 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
       'control-plane': { type: 'string' },
       config: { type: 'string' },
       'allow-namespaces': { type: 'string' },
+      'show-secrets': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -61,7 +64,9 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
     return 1;
   }
   for (const note of result.value.notes) process.stderr.write(`note: ${note}\n`);
-  const documents = result.value.objects.map(
+  // Secret values stay out of terminals and CI logs unless asked for (--id reads live ones).
+  const objects = values['show-secrets'] ? result.value.objects : result.value.objects.map(maskSecret);
+  const documents = objects.map(
     (object) =>
       `# Source: ${object.kind}/${object.metadata.namespace}/${object.metadata.name}\n${stringify(object, { lineWidth: 0, version: '1.1' })}`,
   );

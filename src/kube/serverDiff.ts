@@ -128,6 +128,19 @@ export function maskSecretPair(
   return [masked(before, old, 'before'), masked(after, next, 'after')];
 }
 
+/** A Secret with each value of `data` and `stringData` shown as `(masked)`; other kinds as they are. Pure. */
+export function maskSecret<T extends { apiVersion: string; kind: string }>(object: T): T {
+  if (object.kind !== 'Secret' || object.apiVersion !== 'v1') return object;
+  const record = object as T & { data?: unknown; stringData?: unknown };
+  const masked = (values: unknown) =>
+    Object.fromEntries(Object.keys(asStrings(values)).map((key) => [key, '(masked)']));
+  return {
+    ...object,
+    ...(record.data === undefined ? {} : { data: masked(record.data) }),
+    ...(record.stringData === undefined ? {} : { stringData: masked(record.stringData) }),
+  };
+}
+
 /** Every key of a Secret with its value as base64 (`stringData` encoded, winning over `data`). */
 function secretValues(object: Record<string, unknown> | undefined): Map<string, string> {
   const values = new Map<string, string>();

@@ -170,11 +170,11 @@ export class Reconciler {
     //    Names held from the read to the last write: another deployment whose objects share one
     //    reads ours after we applied it (and is refused), never "absent" beside us.
     const previous = this.#o.inventories.get(deploymentId);
-    await this.#checkReferences(deploymentId, objects, signal);
     const release = await this.#names.acquire(next.entries.map(entryId), signal);
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
     try {
       const steps = this.#plan(objects, await this.#readOwned(deploymentId, objects, signal));
+      await this.#checkReferences(deploymentId, objects, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
       await this.#dryRunChange(steps, recorded?.specHash !== specHash, signal);
       await this.#recordAhead(namespace, previous, next, signal);

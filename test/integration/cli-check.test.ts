@@ -136,6 +136,11 @@ describe('k8s-listener check', () => {
         resources: ['poddisruptionbudgets'],
         verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
       },
+      {
+        apiGroups: ['networking.k8s.io'],
+        resources: ['networkpolicies'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+      },
       { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
     ];
     const all = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];

@@ -159,7 +159,7 @@ beforeAll(async () => {
       agentNamespace: releaseNs,
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: 'info' },
-      render: { ingress: { className: INGRESS_CLASS } },
+      render: { ingress: { className: INGRESS_CLASS, allowedHostSuffixes: ['rbac.example.test'] } },
       reconcile: {
         ...FAST_RECONCILE,
         leaderElection: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },

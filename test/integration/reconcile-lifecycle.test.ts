@@ -81,6 +81,7 @@ describe('reconciling deployments', () => {
     expect(await objectsOf(web.id)).toEqual([
       'Deployment/web',
       'Secret/web-db-credentials',
+      'Secret/web-kvstore-credentials',
       'Secret/web-secrets',
       'Service/web',
       'Service/web-db',

@@ -17,7 +17,7 @@ beforeAll(async () => {
   [ns = ''] = world.namespaces;
   agent = await startAgent(world, {
     allowedNamespaces: world.namespaces,
-    render: { ingress: { className: 'nginx' } },
+    render: { ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] } },
     reconcile: { resyncIntervalMs: TEN_MINUTES },
   });
 });
@@ -70,6 +70,7 @@ describe('watched kinds', () => {
       { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', name: 'web' },
       { apiVersion: 'v1', kind: 'PodTemplate', name: 'web-executor' },
       { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', name: 'web' },
+      { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', name: 'web' },
     ];
     const before = await Promise.all(refs.map(uidOf));
     expect(before.every((uid) => uid !== undefined)).toBe(true);

@@ -41,8 +41,8 @@ async function acceptedByServer(objects: KubeObject[]): Promise<string[]> {
 
 describe('rendered objects against the real API server', () => {
   it.each([
-    ['minimal', minimalDeployment, 2],
-    ['maximal', maximalDeployment, 16],
+    ['minimal', minimalDeployment, 3],
+    ['maximal', maximalDeployment, 19],
   ])('accepts every object of the %s golden render', async (_name, deployment, count) => {
     const objects = rendered(deployment);
     expect(await acceptedByServer(objects)).toHaveLength(count);

@@ -58,6 +58,22 @@ describe('render command', () => {
     expect(stdout).not.toContain('maximal-secret-value-1');
   });
 
+  // Issue 18, finding 8: render read live secrets from the control plane and printed them.
+  it('masks Secret values unless --show-secrets', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'render-secret-')), 'deployment.json');
+    const deployment = JSON.parse(readFileSync('test/fixtures/deployment-minimal.json', 'utf8'));
+    deployment.secrets = [{ name: 'API_TOKEN', value: 'hunter2-do-not-print' }];
+    writeFileSync(file, JSON.stringify(deployment));
+    const encoded = Buffer.from('hunter2-do-not-print').toString('base64');
+    const masked = await capture(['--file', file]);
+    expect(masked.code).toBe(0);
+    expect(masked.stdout).toContain('API_TOKEN: (masked)');
+    expect(masked.stdout).not.toContain(encoded);
+    expect(masked.stdout).not.toContain('hunter2-do-not-print');
+    const shown = await capture(['--file', file, '--show-secrets']);
+    expect(shown.stdout).toContain(`API_TOKEN: ${encoded}`);
+  });
+
   it('refuses what the Pod Security level forbids, naming the field (restricted by default: no nfs)', async () => {
     // Its ServiceAccount allowed, so that what is left is the nfs volume.
     const dir = mkdtempSync(join(tmpdir(), 'render-config-'));
