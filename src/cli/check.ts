@@ -1,5 +1,6 @@
 // `k8s-listener check`: a preflight checklist of everything the agent needs before it can work —
 // its configuration, the control plane, its listener, the cluster, its namespaces, its permissions.
+
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';
@@ -13,7 +14,9 @@ import { formatMicroTime } from '../kube/microTime.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
 import { statusPhase } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
+import { managedNamespaces as managedNamespacesOf } from '../reconcile/managedNamespaces.ts';
 import {
+  agentNamespaceAccess,
   leaseAccess,
   namespaceAccess,
   qualifiedResource,
@@ -242,9 +245,7 @@ function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
 function managedNamespaces(config: AgentConfig, listener: Listener | undefined): string[] {
   if (listener === undefined) return [...(config.namespaces ?? [])];
   if (listener.compute_type !== 'k8s') return [];
-  const listed = listener.compute_config?.k8s_namespaces ?? [];
-  const allowList = config.namespaces;
-  return allowList ? listed.filter((namespace) => allowList.includes(namespace)) : [...listed];
+  return managedNamespacesOf(listener, config.namespaces, config.agentNamespace);
 }
 
 async function checkCluster(
@@ -295,6 +296,7 @@ async function checkCluster(
     const wanted = mergeAccess([
       ...managed.flatMap((namespace) => namespaceAccess(config).map((access) => ({ namespace, access }))),
       ...leaseAccess(config).map((access) => ({ namespace: leaseNamespace, access })),
+      ...agentNamespaceAccess().map((access) => ({ namespace: config.agentNamespace, access })),
     ]);
     const questions: AccessQuestion[] = wanted.flatMap(({ namespace, access }) =>
       access.verbs.map((verb) => ({

@@ -4,6 +4,8 @@ import type { ParseArgsConfig } from 'node:util';
 import type { Logger } from 'pino';
 import { type AgentConfig, loadAgentConfig } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
+import type { KubeClient } from '../kube/index.ts';
+import { loadDigestKey } from '../manager/digestKey.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
 import { AGENT_VERSION } from '../version.ts';
 
@@ -53,6 +55,26 @@ export async function loadConfigFromFlags(
       ...extra,
     },
   });
+}
+
+/**
+ * The agent's digest key for a command that renders as the agent does (status, diff): without it
+ * the digests differ from the agent's and every object would look changed, so it says so.
+ */
+export async function commandDigestKey(
+  kube: Pick<KubeClient, 'get' | 'create'>,
+  config: AgentConfig,
+  stderr: { write(text: string): unknown },
+): Promise<Uint8Array | undefined> {
+  const key = await loadDigestKey(kube, config.agentNamespace, { create: false }).catch((error: unknown) => {
+    stderr.write(`warning: ${error instanceof Error ? error.message : String(error)}\n`);
+    return undefined;
+  });
+  if (!key)
+    stderr.write(
+      `warning: no digest key in namespace ${config.agentNamespace} (agentNamespace): spec hashes cannot be compared with the agent's\n`,
+    );
+  return key;
 }
 
 /**

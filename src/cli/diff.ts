@@ -1,5 +1,6 @@
 // `k8s-listener diff [DEPLOYMENT]`: what `run` would change, like `kubectl diff` — one unified
 // diff per object (dry-run server-side apply against the live object), plus what would be pruned.
+
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { stringify } from 'yaml';
@@ -7,6 +8,7 @@ import type { AgentConfig } from '../config/agentConfig.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { KubeClient } from '../kube/kubeClient.ts';
 import type { ChangeSetEntry } from '../kube/serverDiff.ts';
+import { managedNamespaces as managedNamespacesOf } from '../reconcile/managedNamespaces.ts';
 import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
 import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
 import { AGENT_VERSION } from '../version.ts';
@@ -14,6 +16,7 @@ import {
   CONFIG_FLAGS,
   CONFIG_FLAGS_USAGE,
   commandControlPlaneClient,
+  commandDigestKey,
   loadConfigFromFlags,
 } from './configFlags.ts';
 import { createLogger } from './logger.ts';
@@ -96,6 +99,7 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
         listener,
         namespaces: managedNamespaces(config, listener),
         allowedNamespaces: config.namespaces,
+        digestKey: await commandDigestKey(kube, config, io.stderr),
         renderConfig: config.render,
         reconcileConfig: config.reconcile,
       },
@@ -121,9 +125,7 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
 function managedNamespaces(config: AgentConfig, listener: Listener): string[] {
   if (listener.compute_type !== 'k8s')
     throw new DiffSetupError(`listener ${listener.id} has compute type ${listener.compute_type}, not k8s`);
-  const listed = listener.compute_config?.k8s_namespaces ?? [];
-  const allowed = config.namespaces;
-  const namespaces = allowed ? listed.filter((n) => allowed.includes(n)) : [...listed];
+  const namespaces = managedNamespacesOf(listener, config.namespaces, config.agentNamespace);
   if (namespaces.length === 0)
     throw new DiffSetupError(`listener ${listener.id} leaves no namespace to manage`);
   return namespaces;

@@ -28,6 +28,7 @@ import {
   CONFIG_FLAGS,
   CONFIG_FLAGS_USAGE,
   commandControlPlaneClient,
+  commandDigestKey,
   loadConfigFromFlags,
 } from './configFlags.ts';
 import { createLogger } from './logger.ts';
@@ -118,6 +119,8 @@ export async function runStatusCommand(
       kube,
       listenerId: config.listenerId,
       allowedNamespaces: config.namespaces,
+      agentNamespace: config.agentNamespace,
+      digestKey: await commandDigestKey(kube, config, io.stderr),
       renderConfig: config.render,
       failureGraceMs: config.reconcile.failureGraceMs,
     };

@@ -45,8 +45,9 @@ export const AgentConfig = z.strictObject({
   namespaces: z
     .array(z.string().min(1))
     .min(1)
-    .optional()
-    .describe("The agent's own namespace allow-list, intersected with the listener's `k8s_namespaces`."),
+    .describe(
+      "The namespaces the agent may write to: required, so that no listener can send it elsewhere. The listener's `k8s_namespaces` only narrow it; never the agent's own namespace.",
+    ),
   kubeconfig: z
     .string()
     .optional()

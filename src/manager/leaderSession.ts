@@ -9,6 +9,7 @@ import { ObjectCache } from '../kube/objectCache.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
 import { InventoryStore } from '../reconcile/inventoryStore.ts';
+import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import { Poller } from '../reconcile/poller.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { Reconciler } from '../reconcile/reconciler.ts';
@@ -21,7 +22,8 @@ import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/
 import { podSummary } from '../report/podProblems.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
 import { sleep } from '../sleep.ts';
-import { managedNamespaces, type Registration, recordVersion } from './registration.ts';
+import { loadDigestKey } from './digestKey.ts';
+import { type Registration, recordVersion } from './registration.ts';
 
 /** How long a status change waits for the rest of its burst before it wakes its deployment. */
 const STATUS_SETTLE_MS = 1_000;
@@ -91,7 +93,10 @@ export class LeaderSession {
     const signal = AbortSignal.any([leadership, stop]);
     if (signal.aborted) return;
     const { metrics, reconcile: config } = this.#o;
-    const parts = this.#build();
+    // Before anything is rendered: digests keyed as every replica and command keys them.
+    const digestKey = await this.#loadDigestKey(signal);
+    if (!digestKey) return;
+    const parts = this.#build(digestKey);
     let pollTimer: NodeJS.Timeout | undefined;
     let resyncTimer: NodeJS.Timeout | undefined;
     let polling: Promise<void> = Promise.resolve();
@@ -148,7 +153,7 @@ export class LeaderSession {
     }
   }
 
-  #build(): Parts {
+  #build(digestKey: Uint8Array): Parts {
     const { kube, metrics, reconcile: config } = this.#o;
     const log = this.#log;
     const listenerId = this.#listener.id;
@@ -189,6 +194,7 @@ export class LeaderSession {
       // The latest listener read: a namespace taken off it stops being a valid target at once.
       listener: () => this.#listener,
       allowedNamespaces: this.#o.allowedNamespaces,
+      digestKey,
     });
     const poller = new Poller({
       client: this.#o.controlPlane,
@@ -202,6 +208,21 @@ export class LeaderSession {
       config,
     });
     return { desired, inventories, reporter, queue, cache, reconciler, poller, watchers: new Map() };
+  }
+
+  /** The digest key, made on the first start; retried (a permission is the usual cause, logged). */
+  async #loadDigestKey(signal: AbortSignal): Promise<Uint8Array | undefined> {
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        const key = await loadDigestKey(this.#o.kube, this.#o.agentNamespace, { create: true, signal });
+        if (key) return key;
+      } catch (error) {
+        if (signal.aborted) return undefined;
+        this.#log.error({ err: error, attempt }, 'reading the digest key failed; retrying');
+      }
+      await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
+    }
+    return undefined;
   }
 
   /** Loads the inventories of the registered namespaces, retrying; false when the signal ended it. */

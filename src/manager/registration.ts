@@ -1,9 +1,11 @@
 // Registration with the control plane: read this agent's listener (retrying while the control plane
 // is unreachable, until the shutdown signal), check it is a k8s listener, take its namespaces.
+
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
+import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import { sleep } from '../sleep.ts';
 import { AGENT_VERSION } from '../version.ts';
 
@@ -65,19 +67,6 @@ export async function register(options: RegisterOptions): Promise<Registration> 
   }
   logger.info({ listenerId, computeId: listener.compute_id, namespaces }, 'registered');
   return { listener, namespaces };
-}
-
-/**
- * The namespaces the agent manages for `listener`: the listener's, kept by the allow-list, never
- * the agent's own (a deployment there could name the agent's ServiceAccount or mount its Secrets).
- */
-export function managedNamespaces(
-  listener: Listener,
-  allowed: readonly string[] | undefined,
-  agentNamespace: string,
-): string[] {
-  const listed = (listener.compute_config?.k8s_namespaces ?? []).filter((n) => n !== agentNamespace);
-  return allowed ? listed.filter((n) => allowed.includes(n)) : listed;
 }
 
 /**

@@ -30,3 +30,6 @@ export const ANNOTATION_DEPLOYMENT_NAME = `${PREFIX}/deployment-name`;
 export const ANNOTATION_CREATE_ONLY = `${PREFIX}/create-only`;
 /** Comma-separated keys of a create-only Secret whose values the reconciler generates. */
 export const ANNOTATION_GENERATED_KEYS = `${PREFIX}/generated-keys`;
+
+/** The Secret of the agent's own namespace that holds its digest key (manager/digestKey). */
+export const DIGEST_KEY_SECRET = 'k8s-listener-digest-key';

@@ -28,6 +28,8 @@ export interface PreviewOptions {
   readonly namespaces: readonly string[];
   /** The agent's own allow-list, as the renderer takes it (undefined: none set). */
   readonly allowedNamespaces: readonly string[] | undefined;
+  /** The agent's digest key: rendered objects carry the digests the agent writes. */
+  readonly digestKey?: Uint8Array | undefined;
   readonly renderConfig: RenderConfig;
   readonly reconcileConfig: ReconcileConfig;
   readonly signal?: AbortSignal | undefined;
@@ -158,6 +160,7 @@ async function presentPreview(
       revision: target.revision,
       listener: options.listener,
       allowedNamespaces: options.allowedNamespaces,
+      digestKey: options.digestKey,
     },
     options.renderConfig,
   );

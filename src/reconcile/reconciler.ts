@@ -77,6 +77,8 @@ export interface ReconcilerOptions {
   readonly config: ReconcileConfig;
   readonly listener: () => Listener;
   readonly allowedNamespaces: readonly string[] | undefined;
+  /** The key of every digest render writes (manager/digestKey); undefined: plain digests. */
+  readonly digestKey?: Uint8Array | undefined;
   /**
    * The owned objects (and pods) as the watches see them: reads that hit need no request, and a
    * deployment's claims and pods come from it once their watch has listed. Absent (`diff`,
@@ -244,6 +246,7 @@ export class Reconciler {
         revision: entry.target.revision,
         listener: this.#o.listener(),
         allowedNamespaces: this.#o.allowedNamespaces,
+        digestKey: this.#o.digestKey,
       },
       this.#o.renderConfig,
     );

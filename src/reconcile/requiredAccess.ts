@@ -1,8 +1,10 @@
 // The Kubernetes permissions the agent needs, derived from what it does: the kinds render writes
 // (read back, applied, pruned), the kinds the agent watches, the inventory, rollout status, Events
 // and leader election. `k8s-listener check` asks the API server about each; keep it in step.
+
 import { KubeUnsupportedKindError } from '../kube/errors.ts';
 import { resourceTypeOf } from '../kube/resources.ts';
+import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';
 import type { RenderConfig } from '../render/renderConfig.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { OBSERVED_KINDS, WATCHED_KINDS } from './watchedKinds.ts';
@@ -135,4 +137,21 @@ export function leaseAccess(config: {
 export function qualifiedResource(access: Pick<RequiredAccess, 'group' | 'resource' | 'name'>): string {
   const resource = access.group === '' ? access.resource : `${access.resource}.${access.group}`;
   return access.name === undefined ? resource : `${resource}/${access.name}`;
+}
+
+/**
+ * What the agent needs in its own namespace: its digest key Secret, read by name and made on the
+ * first start (RBAC cannot name an object before it exists, so create is for any Secret there).
+ */
+export function agentNamespaceAccess(): RequiredAccess[] {
+  return [
+    { group: '', resource: 'secrets', verbs: ['create'], why: 'the digest key, made on the first start' },
+    {
+      group: '',
+      resource: 'secrets',
+      name: DIGEST_KEY_SECRET,
+      verbs: ['get'],
+      why: 'the digest key of spec hashes and config checksums',
+    },
+  ];
 }

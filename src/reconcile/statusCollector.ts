@@ -2,6 +2,7 @@
 // plane (target revision by the agent's own rules), rendered as the agent would, next to their
 // inventories, status annotations, live objects and Events in the cluster. The rows themselves are
 // derived by the pure functions of src/report/statusView.ts.
+
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
@@ -28,6 +29,7 @@ import {
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore } from './inventoryStore.ts';
+import { managedNamespaces } from './managedNamespaces.ts';
 import { chooseTarget } from './target.ts';
 
 export interface StatusSources {
@@ -36,6 +38,10 @@ export interface StatusSources {
   readonly listenerId: string;
   /** The agent's namespace allow-list (its configuration); undefined: the listener's namespaces. */
   readonly allowedNamespaces?: readonly string[] | undefined;
+  /** Never managed; where the digest key lives. */
+  readonly agentNamespace: string;
+  /** The agent's digest key: rendered objects carry the digests the agent writes. */
+  readonly digestKey?: Uint8Array | undefined;
   /** The agent's render configuration, so that the desired objects are the ones it applies. */
   readonly renderConfig?: RenderConfig | undefined;
   /** The agent's grace period for persistent failures (reconcile.failureGraceMs). */
@@ -140,12 +146,18 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
   // The desired objects, as the agent renders them.
   const rendered = deployments.map((deployment, i) =>
     renderDeployment(
-      { deployment, revision: targets[i]?.revision, listener, allowedNamespaces: sources.allowedNamespaces },
+      {
+        deployment,
+        revision: targets[i]?.revision,
+        listener,
+        allowedNamespaces: sources.allowedNamespaces,
+        digestKey: sources.digestKey,
+      },
       renderConfig,
     ),
   );
   // The cluster: inventories (with the status annotation), owned objects and claims per namespace.
-  const namespaces = managedNamespaces(listener, sources.allowedNamespaces);
+  const namespaces = managedNamespaces(listener, sources.allowedNamespaces, sources.agentNamespace);
   const inventories = new InventoryStore(kube, listenerId);
   await inventories.load(namespaces).catch((error: unknown) => {
     throw new StatusCollectError(namespaces.join(','), 'inventories', error);
@@ -332,11 +344,6 @@ async function readCluster(
     }
   }
   return { live, claims, annotations };
-}
-
-function managedNamespaces(listener: Listener, allowed: readonly string[] | undefined): string[] {
-  const own = listener.compute_config?.k8s_namespaces ?? [];
-  return [...new Set(allowed ? own.filter((n) => allowed.includes(n)) : own)];
 }
 
 function deletingReason(deployment: Deployment): string | undefined {

@@ -20,6 +20,11 @@ export interface RenderInput {
   readonly listener: Listener;
   /** The agent's own namespace allow-list; undefined when the agent sets none. */
   readonly allowedNamespaces: readonly string[] | undefined;
+  /**
+   * The key of every digest render writes (spec hashes, the config checksum): the agent's, from a
+   * Secret of its namespace. Without it digests are plain SHA-256 (offline previews only).
+   */
+  readonly digestKey?: Uint8Array | undefined;
 }
 
 export interface RenderedDeployment {
@@ -42,7 +47,7 @@ export function renderDeployment(input: RenderInput, config: RenderConfig): Rend
   try {
     const { plan, problems } = planDeployment(input, config);
     if (!plan) return { ok: false, error: new RenderError(input.deployment.id, problems) };
-    const objects = buildObjects(plan, config);
+    const objects = buildObjects(plan, config, input.digestKey);
     const unsafe = objects.flatMap((object) => checkPodSecurity(object, config.policy.podSecurity));
     if (unsafe.length > 0) return { ok: false, error: new RenderError(input.deployment.id, unsafe) };
     return {
@@ -51,7 +56,7 @@ export function renderDeployment(input: RenderInput, config: RenderConfig): Rend
         deploymentId: plan.deploymentId,
         revisionId: plan.revisionId,
         namespace: plan.namespace,
-        specHash: canonicalHash(objects),
+        specHash: canonicalHash(objects, input.digestKey),
         objects,
         notes: plan.notes,
         statusNotes: plan.statusNotes,

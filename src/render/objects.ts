@@ -25,7 +25,7 @@ import type { RenderConfig } from './renderConfig.ts';
 type Json = Record<string, unknown>;
 type Component = AppRole | 'database' | 'kvstore' | 'config' | 'network';
 
-export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject[] {
+export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?: Uint8Array): KubeObject[] {
   const names = objectNames(plan.base);
   const objects: KubeObject[] = [];
   const hasSecrets = plan.secrets.length > 0;
@@ -89,7 +89,7 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject
     );
   }
 
-  const checksum = configChecksum(plan);
+  const checksum = configChecksum(plan, digestKey);
   for (const workload of plan.workloads) {
     const name = workload.role === 'main' ? plan.base : `${plan.base}-${workload.role}`;
     const template = appPodTemplate(plan, workload, config, names, checksum);
@@ -166,7 +166,8 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig): KubeObject
 
   if (config.networkPolicy.enabled) objects.push(...networkPolicies(plan, config));
 
-  for (const item of objects) item.metadata.annotations[ANNOTATION_SPEC_HASH] = canonicalHash(item);
+  for (const item of objects)
+    item.metadata.annotations[ANNOTATION_SPEC_HASH] = canonicalHash(item, digestKey);
   return objects;
 }
 
@@ -537,6 +538,9 @@ function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, names: ObjectNa
 }
 
 /** A one-way hash of what the pods read from Secrets this agent writes: changes roll the pods. */
-function configChecksum(plan: RenderPlan): string {
-  return canonicalHash(plan.secrets.map((s) => [s.name, s.value]));
+function configChecksum(plan: RenderPlan, digestKey: Uint8Array | undefined): string {
+  return canonicalHash(
+    plan.secrets.map((s) => [s.name, s.value]),
+    digestKey,
+  );
 }

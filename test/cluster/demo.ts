@@ -3,6 +3,7 @@
 // invalid deployment, and the agent itself, with a live table of the rollouts. Runs until Ctrl-C;
 // `--exit-when-converged` prints plain lines and exits 0 once every valid deployment is DEPLOYED
 // and the invalid one is reported DEPLOY_FAILED (1 on timeout).
+
 import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,7 +19,8 @@ import { startEmulator } from '../../src/emulator/server.ts';
 import { EmulatorState } from '../../src/emulator/state.ts';
 import { KubeClient } from '../../src/kube/kubeClient.ts';
 import { Agent } from '../../src/manager/agent.ts';
-import { collectStatusRows } from '../../src/reconcile/statusCollector.ts';
+import { loadDigestKey } from '../../src/manager/digestKey.ts';
+import { collectStatusRows, type StatusSources } from '../../src/reconcile/statusCollector.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { formatReplicas, formatStatusTable, type StatusRow, shortId } from '../../src/report/statusView.ts';
 import { adminKube } from '../support/adminKube.ts';
@@ -136,6 +138,7 @@ try {
       controlPlane: { baseUrl: emulator.url },
       kubeconfig: cluster.kubeconfigPath,
       agentNamespace: 'default',
+      namespaces,
       identity: 'demo-agent',
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: values['log-level'] },
@@ -196,11 +199,13 @@ try {
   const silent = pino({ level: 'silent' });
   const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: silent });
   const kubeClient = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, { logger: silent });
-  const sources = {
+  let digestKey: Uint8Array | undefined;
+  const sources: StatusSources = {
     controlPlane: client,
     kube: kubeClient,
     listenerId: config.listenerId,
     allowedNamespaces: config.namespaces,
+    agentNamespace: config.agentNamespace,
     renderConfig: config.render,
     failureGraceMs: config.reconcile.failureGraceMs,
   };
@@ -221,7 +226,10 @@ try {
   for (;;) {
     let rows: StatusRow[] = [];
     try {
-      rows = await collectStatusRows(sources);
+      // The agent's leader makes the digest key as it starts: read it once it is there, so the
+      // table compares the agent's own digests.
+      digestKey ??= await loadDigestKey(kubeClient, config.agentNamespace, { create: false });
+      rows = await collectStatusRows({ ...sources, digestKey });
     } catch (error) {
       // A slow answer while the cluster is busy is not the end of the demo; the next round retries.
       if (!live)

@@ -218,6 +218,8 @@ describe('k8s-listener status', () => {
     expect(detail.objects.map((o) => `${o.kind}/${o.name} ${o.status}`).sort()).toEqual([
       'Deployment/web Current',
       'Deployment/web-queue Current',
+      'NetworkPolicy/web Current',
+      'NetworkPolicy/web-data Current',
       'PersistentVolumeClaim/data-web-db-0 Current',
       'Secret/web-db-credentials Current',
       'Secret/web-secrets Current',

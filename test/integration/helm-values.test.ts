@@ -98,7 +98,10 @@ const BAD_VALUES: readonly [set: string, names: string][] = [
   ['networkPolicy.enabled=yes', '/networkPolicy/enabled'],
   ['networkPolicy.apiServer.cidrs={10.0.0.1}', '/networkPolicy/apiServer/cidrs/0'],
   ['networkPolicy.apiServer.ports={https}', '/networkPolicy/apiServer/ports/0'],
-  ['networkPolicy.egress=x', "'egress'"],
+  ['networkPolicy.egress=x', '/networkPolicy/egress'],
+  // Issue 18, finding 12: the API key belongs in a Secret, not in the ConfigMap `config` becomes.
+  ['config.controlPlane.apiKey=k', '/config/controlPlane'],
+  ['config.controlPlane.apiKeyFile=/k', '/config/controlPlane'],
   ['serviceAccount.create=sure', '/serviceAccount/create'],
   ['terminationGracePeriodSeconds=-1', '/terminationGracePeriodSeconds'],
 ];
@@ -130,6 +133,16 @@ describe('chart values', () => {
     );
     expect(failure).toContain('networkPolicy.apiServer.cidrs is required');
     expect(failure).toContain('kubernetes.io/service-name=kubernetes');
+  });
+
+  it('fences the metrics and probe port alone with egress off: an ingress-only policy, no addresses needed', async () => {
+    const { manifests } = await template(['networkPolicy.enabled=true', 'networkPolicy.egress=false']);
+    const policy = manifests.find((m) => m.kind === 'NetworkPolicy') as
+      | { spec?: { policyTypes?: string[]; ingress?: unknown[]; egress?: unknown } }
+      | undefined;
+    expect(policy?.spec?.policyTypes).toEqual(['Ingress']);
+    expect(policy?.spec?.egress).toBeUndefined();
+    expect(policy?.spec?.ingress).toEqual([{ ports: [{ port: 'metrics', protocol: 'TCP' }] }]);
   });
 
   it('renders nothing optional by default: no NetworkPolicy, the image by tag, a spread only with two replicas', async () => {

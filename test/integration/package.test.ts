@@ -248,6 +248,7 @@ describe('the npm package', () => {
           kubeconfig: world.kubeconfigPath,
           identity: 'packaged-agent',
           agentNamespace: 'default',
+          namespaces: world.namespaces,
           probes: { host: '127.0.0.1', port: 0 },
           reconcile: {
             ...FAST_RECONCILE,

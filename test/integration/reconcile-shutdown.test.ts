@@ -41,6 +41,7 @@ describe('shutdown', () => {
         controlPlane: { baseUrl: `http://127.0.0.1:${await closedPort()}` },
         kubeconfig: inject('kubeconfigPath'),
         agentNamespace: 'default',
+        namespaces: ['apps'],
         probes: { host: '127.0.0.1', port: 0 },
         log: { level: 'info' },
       }),

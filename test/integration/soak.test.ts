@@ -61,6 +61,7 @@ beforeAll(async () => {
       controlPlane: { baseUrl: world.emulator.url },
       kubeconfig: world.kubeconfigPath,
       agentNamespace: 'default',
+      namespaces: world.namespaces,
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: 'info' },
       reconcile: {

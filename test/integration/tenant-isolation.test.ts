@@ -2,9 +2,17 @@
 // and API server: a second deployment in the same namespace that names the first one's database
 // volume, generated Secrets or inventory gets nothing — it is refused, naming each reference, and
 // nothing of it is written — while the first keeps running untouched.
+
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Deployment } from '../../src/controlplane/schemas/index.ts';
+import { KubeClient, type LiveKubeObject } from '../../src/kube/index.ts';
 import type { Agent } from '../../src/manager/agent.ts';
+import { loadDigestKey } from '../../src/manager/digestKey.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { inventoryName } from '../../src/reconcile/inventoryStore.ts';
+import { chooseTarget } from '../../src/reconcile/target.ts';
+import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
 
 let world: World;
@@ -83,4 +91,61 @@ describe("another deployment's objects", () => {
     );
     expect(secrets.filter((n) => n?.startsWith('thief'))).toEqual([]);
   });
+});
+
+// Issue 18, finding 4: digests of secret values in objects anyone with read access to the
+// namespace sees (pod templates, the inventory) must not let a weak secret be guessed offline.
+describe('a secret value', () => {
+  it('cannot be guessed from any non-Secret object the agent writes (10,000 words, the value among them)', async () => {
+    const secret = 'hunter2';
+    const deployment = await world.client.createDeployment(
+      app(world, 'guarded', ns, { secrets: [{ name: 'API_TOKEN', value: secret }] }),
+    );
+    await waitForRevision(world, deployment, 'DEPLOYED');
+
+    // Every non-Secret object the agent wrote for it, as someone who may read them (not Secrets) sees them.
+    const selector = `${LABEL_DEPLOYMENT_ID}=${deployment.id}`;
+    const kube = await KubeClient.fromKubeconfig(world.kubeconfigPath, { logger: pino({ level: 'silent' }) });
+    const readable: LiveKubeObject[] = [];
+    for (const kind of ['Deployment', 'Service', 'NetworkPolicy', 'ConfigMap'] as const)
+      readable.push(...(await kube.list(kind, { namespace: ns, labelSelector: selector })));
+    const text = JSON.stringify(readable);
+    const digests = new Set(text.match(/\b[0-9a-f]{16}\b/g) ?? []);
+    expect(digests.size).toBeGreaterThan(2);
+
+    // The attacker knows the deployment but its secret, and renders each guess as the agent would.
+    const listener = await world.client.getListener(world.listenerId);
+    const target = chooseTarget(deployment, (await world.client.listAllRevisions(deployment.id)).items);
+    const digestsOf = (guess: string, digestKey: Uint8Array | undefined) => {
+      const candidate: Deployment = { ...deployment, secrets: [{ name: 'API_TOKEN', value: guess }] };
+      const result = renderDeployment(
+        {
+          deployment: candidate,
+          revision: target.revision,
+          listener,
+          allowedNamespaces: world.namespaces,
+          digestKey,
+        },
+        RenderConfig.parse({}),
+      );
+      if (!result.ok) throw result.error;
+      return (
+        JSON.stringify([
+          result.value.objects.filter((o) => o.kind !== 'Secret'),
+          result.value.specHash,
+        ]).match(/\b[0-9a-f]{16}\b/g) ?? []
+      );
+    };
+    const words = Array.from({ length: 10_000 }, (_, i) => (i === 7_777 ? secret : `word-${i.toString(36)}`));
+    const recovered = words.filter((guess) => digestsOf(guess, undefined).some((d) => digests.has(d)));
+    console.log(
+      `dictionary attack: ${words.length} words tried against ${digests.size} digests, ${recovered.length} recovered`,
+    );
+    expect(recovered).toEqual([]);
+
+    // The control: with the agent's key, the same search finds the word, so it was really looking.
+    const key = await loadDigestKey(kube, 'default', { create: false });
+    expect(digestsOf(secret, key).filter((d) => digests.has(d)).length).toBeGreaterThan(0);
+    await kube.close();
+  }, 120_000);
 });

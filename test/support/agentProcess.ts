@@ -44,7 +44,7 @@ export async function writeAgentConfig(
       controlPlane: { baseUrl: world.emulator.url },
       kubeconfig: world.kubeconfigPath,
       agentNamespace: 'default',
-      ...(options.namespaces ? { namespaces: options.namespaces } : {}),
+      namespaces: options.namespaces ?? world.namespaces,
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: 'info', format: 'json' },
       reconcile: {

@@ -86,7 +86,7 @@ describe('--log-level', () => {
     const file = join(await mkdtemp(join(tmpdir(), 'config-')), 'config.yaml');
     await writeFile(
       file,
-      `listenerId: ${LISTENER}\ncontrolPlane:\n  baseUrl: http://cp.example.test\nlog:\n  level: warn\n`,
+      `listenerId: ${LISTENER}\nnamespaces: [apps]\ncontrolPlane:\n  baseUrl: http://cp.example.test\nlog:\n  level: warn\n`,
     );
     expect((await loadConfigFromFlags({ config: file })).log.level).toBe('warn');
     vi.stubEnv('LOG_LEVEL', 'error');
@@ -100,7 +100,7 @@ describe('--log-level', () => {
     const file = join(dir, 'config.yaml');
     await writeFile(
       file,
-      `listenerId: ${LISTENER}\ncontrolPlane:\n  baseUrl: http://127.0.0.1:9\nprobes:\n  host: 127.0.0.1\n  port: 0\nlog:\n${logConfig}`,
+      `listenerId: ${LISTENER}\nnamespaces: [apps]\ncontrolPlane:\n  baseUrl: http://127.0.0.1:9\nprobes:\n  host: 127.0.0.1\n  port: 0\nlog:\n${logConfig}`,
     );
     const result = await run(
       process.execPath,

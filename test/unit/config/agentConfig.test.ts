@@ -68,6 +68,7 @@ describe('agent configuration', () => {
     expect((error as ConfigError).fields).toEqual([
       'listenerId',
       'controlPlane.baseUrl',
+      'namespaces',
       'log.level',
       'reconcile.concurrency',
     ]);

@@ -206,7 +206,7 @@ describe('target revision', () => {
 
 describe("the agent's own namespace", () => {
   it('is never managed, whatever the listener lists and the allow-list says', async () => {
-    const { managedNamespaces } = await import('../../../src/manager/registration.ts');
+    const { managedNamespaces } = await import('../../../src/reconcile/managedNamespaces.ts');
     const listener = {
       id: '7c0e2a4e-4d7b-4c37-9a53-0f1f6a3e8b11',
       compute_type: 'k8s',
