@@ -221,9 +221,8 @@ function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
     };
   }
   const listed = listener.compute_config?.k8s_namespaces ?? [];
-  const allowList = config.namespaces;
   const managed = managedNamespaces(config, listener);
-  const allowText = allowList ? `agent allow-list: ${allowList.join(', ')}` : 'no agent allow-list';
+  const allowText = `agent allow-list: ${config.namespaces.join(', ')}`;
   if (managed.length === 0) {
     return {
       id: 'listener',
@@ -243,7 +242,7 @@ function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
 
 /** As the agent registers: the listener's namespaces within the allow-list; the allow-list alone when the listener is unknown. */
 function managedNamespaces(config: AgentConfig, listener: Listener | undefined): string[] {
-  if (listener === undefined) return [...(config.namespaces ?? [])];
+  if (listener === undefined) return [...config.namespaces];
   if (listener.compute_type !== 'k8s') return [];
   return managedNamespacesOf(listener, config.namespaces, config.agentNamespace);
 }

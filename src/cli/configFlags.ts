@@ -86,10 +86,13 @@ export function commandControlPlaneClient(
   logger: Logger,
   command: string,
 ): ControlPlaneClient {
-  const { baseUrl, apiKey, apiKeyFile, tenantId, timeoutMs } = config.controlPlane;
+  const { baseUrl, apiKey, apiKeyFile, tenantId, timeoutMs, maxResponseBytes, maxPages } =
+    config.controlPlane;
   return new ControlPlaneClient({
     baseUrl,
     timeoutMs,
+    maxResponseBytes,
+    maxPages,
     ...(apiKey ? { apiKey } : {}),
     ...(apiKeyFile ? { apiKeyFile } : {}),
     ...(tenantId ? { tenantId } : {}),

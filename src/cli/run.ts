@@ -39,6 +39,8 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
     controlPlane: {
       baseUrl: config.controlPlane.baseUrl,
       timeoutMs: config.controlPlane.timeoutMs,
+      maxResponseBytes: config.controlPlane.maxResponseBytes,
+      maxPages: config.controlPlane.maxPages,
       ...optional(config.controlPlane),
     },
     kubeconfigPath: config.kubeconfig,

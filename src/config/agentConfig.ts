@@ -40,6 +40,22 @@ export const AgentConfig = z.strictObject({
         .positive()
         .default(10_000)
         .describe('Timeout of one attempt of a control-plane request (retries come on top).'),
+      maxResponseBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(16 * 2 ** 20)
+        .describe(
+          'The largest control-plane response body read; a larger one fails its request unread (what the control plane sends is untrusted input).',
+        ),
+      maxPages: z
+        .number()
+        .int()
+        .min(1)
+        .default(1_000)
+        .describe(
+          'The most pages one listing may have (pages of 100); a longer listing fails, concluding nothing.',
+        ),
     })
     .describe('How the agent reaches the control plane.'),
   namespaces: z

@@ -48,6 +48,14 @@ export const ControlPlaneClientConfig = z.object({
     })
     .prefault({}),
   pageSize: z.number().int().min(1).max(100).default(100),
+  /** One response body at most (the control plane is untrusted input: a huge body is an OOM kill). */
+  maxResponseBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .default(16 * 2 ** 20),
+  /** Pages of one listing at most: 1,000 pages of 100 are 100,000 deployments. */
+  maxPages: z.number().int().min(1).default(1_000),
 });
 export type ControlPlaneClientConfig = z.infer<typeof ControlPlaneClientConfig>;
 export type ControlPlaneClientConfigInput = z.input<typeof ControlPlaneClientConfig>;
@@ -377,8 +385,15 @@ export class ControlPlaneClient {
     const { path } = target;
     let offset = 0;
     // Stop on an empty page, not a short one: a server that caps the page size must never make
-    // a listing look complete when it is not.
-    for (;;) {
+    // a listing look complete when it is not. A listing that never ends is refused, not followed.
+    for (let pages = 1; ; pages++) {
+      if (pages > this.#config.maxPages) {
+        throw new ControlPlaneError(`GET ${path} returned more than ${this.#config.maxPages} pages`, {
+          code: 'TOO_MANY_PAGES',
+          method: 'GET',
+          path,
+        });
+      }
       const body = await this.#json('GET', target, {
         query: { ...query, limit: this.#config.pageSize, offset },
         signal: options.signal,
@@ -488,8 +503,19 @@ export class ControlPlaneClient {
       status = response.statusCode;
       requestId = header(response.headers['x-request-id']);
       retryAfter = header(response.headers['retry-after']);
-      text = await response.body.text();
+      text = await boundedText(
+        response.body,
+        this.#config.maxResponseBytes,
+        header(response.headers['content-length']),
+      );
     } catch (cause) {
+      if (cause instanceof ResponseTooLargeError) {
+        this.#observe(target, method, String(status), started);
+        throw new ControlPlaneError(
+          `${method} ${path} answered a body over ${this.#config.maxResponseBytes} bytes (controlPlane.maxResponseBytes)`,
+          { code: 'RESPONSE_TOO_LARGE', method, path, status, requestId },
+        );
+      }
       this.#observe(target, method, 'error', started);
       // Cancelled by the caller: its reason, not a network failure to retry.
       if (options.signal?.aborted) throw options.signal.reason;
@@ -538,6 +564,34 @@ export class ControlPlaneClient {
     this.#metrics.requests.inc({ ...labels, code });
     this.#metrics.duration.observe(labels, (performance.now() - started) / 1000);
   }
+}
+
+class ResponseTooLargeError extends Error {
+  override readonly name = 'ResponseTooLargeError';
+}
+
+/** The body as text, read only while within `max` bytes (a declared larger one is not read at all). */
+async function boundedText(
+  body: Dispatcher.ResponseData['body'],
+  max: number,
+  declaredLength: string | undefined,
+): Promise<string> {
+  if (declaredLength !== undefined && Number(declaredLength) > max) {
+    body.destroy();
+    throw new ResponseTooLargeError();
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    size += buffer.length;
+    if (size > max) {
+      body.destroy();
+      throw new ResponseTooLargeError();
+    }
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<CompleteListing<T>> {

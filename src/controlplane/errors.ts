@@ -1,7 +1,15 @@
 // Typed errors of the control-plane client. They carry what an operator needs to find the failed
 // call (method, path, status, the server's request id) and never the API key or a secret value.
 
-export type ControlPlaneErrorCode = 'HTTP' | 'NETWORK' | 'TIMEOUT' | 'INVALID_RESPONSE';
+export type ControlPlaneErrorCode =
+  | 'HTTP'
+  | 'NETWORK'
+  | 'TIMEOUT'
+  | 'INVALID_RESPONSE'
+  /** A body past the client's cap (maxResponseBytes): refused unread, never retried. */
+  | 'RESPONSE_TOO_LARGE'
+  /** A listing past the client's cap (maxPages): incomplete, so nothing is concluded from it. */
+  | 'TOO_MANY_PAGES';
 
 export interface ControlPlaneErrorDetails {
   readonly code: ControlPlaneErrorCode;

@@ -197,6 +197,11 @@ export class KubeClient {
     return new KubeClient(transport, options);
   }
 
+  /** Whether the API server's certificate is verified (false with insecure-skip-tls-verify). */
+  get verifiesTls(): boolean {
+    return this.#transport.verifiesTls;
+  }
+
   /** Server-side apply (`application/apply-patch+yaml`) as FIELD_MANAGER, with strict field validation. */
   async apply(obj: KubeObject, opts: ApplyOptions): Promise<LiveKubeObject> {
     return this.#writeObject('apply', obj, obj, opts, { force: String(opts.force) });

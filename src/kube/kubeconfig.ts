@@ -323,6 +323,12 @@ async function clusterOf(cluster: Located<KubeconfigCluster>): Promise<ResolvedC
       detail: 'a proxy is not supported: reach the API server directly',
     });
   const insecure = value['insecure-skip-tls-verify'] === true;
+  // client-go refuses to send credentials in clear; so do we, unless the kubeconfig says insecure.
+  if (new URL(value.server).protocol === 'http:' && !insecure)
+    throw invalid(
+      'server',
+      'is http://: credentials would travel unencrypted (use https, or set insecure-skip-tls-verify: true to accept it)',
+    );
   if (value['certificate-authority'] && value['certificate-authority-data'])
     throw invalid(
       'certificate-authority-data',

@@ -101,6 +101,11 @@ export class KubeTransport {
     return this.#connection.server;
   }
 
+  /** Whether the API server's certificate is verified (false with insecure-skip-tls-verify). */
+  get verifiesTls(): boolean {
+    return this.#connection.tls.rejectUnauthorized !== false;
+  }
+
   get timeoutMs(): number {
     return this.#timeoutMs;
   }

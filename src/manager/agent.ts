@@ -1,6 +1,7 @@
 // The manager: registers with the control plane, campaigns for leadership and runs one leader
 // session for the term it wins. A term lost (not given up) is fatal, as in controller-runtime:
 // the work stops at once and `failed` settles, so that the process exits and restarts clean.
+
 import type { Logger } from 'pino';
 import { ControlPlaneClient, type ControlPlaneClientOptions } from '../controlplane/client.ts';
 import { KubeClient, LeaderElector } from '../kube/index.ts';
@@ -11,6 +12,7 @@ import type { AgentMetrics } from '../report/metrics.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { LeaderSession } from './leaderSession.ts';
 import { type Registration, register } from './registration.ts';
+import { transportWeaknesses } from './transportSecurity.ts';
 
 export interface AgentOptions {
   readonly listenerId: string;
@@ -123,6 +125,14 @@ export class Agent {
       ...(this.#o.kubeApi === undefined ? {} : { rateLimit: this.#o.kubeApi }),
     });
     this.#kube = kube;
+    for (const weakness of transportWeaknesses({
+      controlPlaneUrl: this.#o.controlPlane.baseUrl,
+      kubeServer: kube.server,
+      kubeVerifiesTls: kube.verifiesTls,
+    })) {
+      this.#log.warn({ target: weakness.target, reason: weakness.reason }, weakness.message);
+      this.#o.metrics.insecureTransport.set({ target: weakness.target, reason: weakness.reason }, 1);
+    }
     this.#registration = await register({
       client: this.#client,
       listenerId: this.#o.listenerId,

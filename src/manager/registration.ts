@@ -74,16 +74,19 @@ export async function register(options: RegisterOptions): Promise<Registration> 
  * plane). Returns the listener as stored; on a failure, logs it and returns the one given.
  */
 export async function recordVersion(
-  client: Pick<ControlPlaneClient, 'putListener'>,
+  client: Pick<ControlPlaneClient, 'getListener' | 'putListener'>,
   listener: Listener,
   logger: Logger,
 ): Promise<Listener> {
-  if (listener.version === AGENT_VERSION) return listener;
   try {
-    return await client.putListener(listener.id, {
-      compute_type: listener.compute_type,
-      compute_id: listener.compute_id,
-      compute_config: listener.compute_config ?? null,
+    // PUT replaces the whole listener: start from what it holds now, not from the copy read at
+    // registration, or a namespace someone changed meanwhile would be put back.
+    const current = await client.getListener(listener.id);
+    if (current.version === AGENT_VERSION) return current;
+    return await client.putListener(current.id, {
+      compute_type: current.compute_type,
+      compute_id: current.compute_id,
+      compute_config: current.compute_config ?? null,
       version: AGENT_VERSION,
     });
   } catch (error) {

@@ -21,6 +21,7 @@ export interface AgentMetrics {
   readonly queueDepth: Gauge;
   readonly queueDropped: Counter;
   readonly leader: Gauge;
+  readonly insecureTransport: Gauge<'target' | 'reason'>;
   readonly statusReports: Counter<'result'>;
   readonly pruneRefusals: Counter;
   readonly inventoriesRejected: Counter;
@@ -220,6 +221,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
       registers,
     }),
     leader: new Gauge({ name: 'k8s_listener_leader', help: '1 while this replica is the leader', registers }),
+    insecureTransport: new Gauge({
+      name: 'k8s_listener_insecure_transport',
+      help: '1 for a connection without TLS or without certificate verification, by target and reason',
+      labelNames: ['target', 'reason'],
+      registers,
+    }),
     statusReports: new Counter({
       name: 'k8s_listener_status_reports_total',
       help: 'Status-report requests to the control plane by result',

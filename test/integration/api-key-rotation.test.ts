@@ -95,7 +95,7 @@ describe('API key rotation through a mounted Secret', () => {
         controlPlane: { baseUrl: emulator.url, apiKeyFile: secret.path('api-key') },
         kubeconfig: world.kubeconfigPath,
         agentNamespace: 'default',
-          namespaces: world.namespaces,
+        namespaces: world.namespaces,
         probes: { host: '127.0.0.1', port: 0 },
         log: { level: 'info', format: 'json' },
         reconcile: { ...FAST_RECONCILE, leaderElection: { enabled: false } },

@@ -43,6 +43,7 @@ function baseConfig(overrides: Record<string, unknown> = {}): Record<string, unk
     listenerId: world.listenerId,
     controlPlane: { baseUrl: world.emulator.url },
     agentNamespace: ownNamespace,
+    namespaces: world.namespaces,
     ...overrides,
   };
 }
@@ -75,7 +76,7 @@ describe('k8s-listener check', () => {
       expect.arrayContaining([
         expect.stringMatching(/^✓ configuration loads: listener /),
         `✓ control plane answers at ${world.emulator.url} and accepts the API key`,
-        `✓ listener ${world.listenerId} is k8s and shares namespaces with the agent: ${a}, ${b} (no agent allow-list)`,
+        `✓ listener ${world.listenerId} is k8s and shares namespaces with the agent: ${a}, ${b} (agent allow-list: ${a}, ${b})`,
         expect.stringMatching(/^✓ Kubernetes API server answers at https:\/\/127\.0\.0\.1:\d+$/),
         '✓ Kubernetes v1.34.4 is supported (≥ 1.29)',
         `✓ namespace ${a} (managed) exists`,
@@ -150,7 +151,8 @@ describe('k8s-listener check', () => {
       [b, rules(all)],
       [
         ownNamespace,
-        // As the chart grants it: create any Lease, get and update only the agent's own.
+        // As the chart grants it: create any Lease, get and update only the agent's own; make
+        // its digest key, and read it by name.
         [
           { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
           {
@@ -158,6 +160,13 @@ describe('k8s-listener check', () => {
             resources: ['leases'],
             resourceNames: ['k8s-listener'],
             verbs: ['get', 'update'],
+          },
+          { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+          {
+            apiGroups: [''],
+            resources: ['secrets'],
+            resourceNames: ['k8s-listener-digest-key'],
+            verbs: ['get'],
           },
         ],
       ],
@@ -272,7 +281,7 @@ describe('k8s-listener check', () => {
       compute_config: { k8s_namespaces: [world.namespaces[0] as string, missing] },
     });
     const { code, lines } = await check(
-      baseConfig({ listenerId: listener.id }),
+      baseConfig({ listenerId: listener.id, namespaces: [world.namespaces[0] as string, missing] }),
       world.kubeconfigPath,
       'missing',
     );
@@ -286,8 +295,9 @@ describe('k8s-listener check', () => {
 
   it('one line per namespace and resource when the Lease lives in a managed namespace', async () => {
     const [a] = world.namespaces as [string, string];
+    // The Lease beside the deployments (the agent's own namespace is never a managed one).
     const { code, lines } = await check(
-      baseConfig({ agentNamespace: a }),
+      baseConfig({ reconcile: { leaderElection: { leaseNamespace: a } } }),
       world.kubeconfigPath,
       'own-managed',
     );

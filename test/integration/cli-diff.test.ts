@@ -1,6 +1,7 @@
 // `k8s-listener diff` against the real cluster and the emulator, with the agent converged first:
 // no changes, drift by hand, a new revision not yet applied, a changed Secret, deletions, an
 // invalid deployment; exact outputs and exit codes, once as a real process.
+
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { Writable } from 'node:stream';
@@ -11,6 +12,7 @@ import { runDiffCommand } from '../../src/cli/diff.ts';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../src/kube/kubeClient.ts';
 import type { Agent } from '../../src/manager/agent.ts';
+import { loadDigestKey } from '../../src/manager/digestKey.ts';
 import { previewListener } from '../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
@@ -191,7 +193,7 @@ describe('k8s-listener diff', () => {
     expect(patched.latest_revision_id).not.toBe(api.latest_revision_id);
     const { code, stdout } = await diff('api');
     expect(code).toBe(1);
-    expect(stdout.startsWith(header(patched, '2 to configure'))).toBe(true);
+    expect(stdout.startsWith(header(patched, '3 to configure'))).toBe(true);
     expect(stdout).toContain(
       [
         '         - env:',
@@ -204,7 +206,7 @@ describe('k8s-listener diff', () => {
     );
     expect(stdout).toContain(`-        k8s-listener.io/revision-id: ${api.latest_revision_id}\n`);
     expect(stdout).toContain(`+        k8s-listener.io/revision-id: ${patched.latest_revision_id}\n`);
-    expect(stdout.endsWith('\n2 to configure\n')).toBe(true);
+    expect(stdout.endsWith('\n3 to configure\n')).toBe(true);
   });
 
   it('a changed Secret: "(changed)" on both sides, never a value, in every output mode', async () => {
@@ -237,6 +239,8 @@ describe('k8s-listener diff', () => {
     expect(awaiting.code).toBe(1);
     const files = (stdout: string) => stdout.split('\n').filter((l) => /^(---|\+\+\+|#) /.test(l));
     const pruned = [
+      `--- NetworkPolicy/${ns}/old (live)`,
+      '+++ /dev/null',
       `--- Deployment/${ns}/old (live)`,
       '+++ /dev/null',
       `--- Service/${ns}/old (live)`,
@@ -245,14 +249,14 @@ describe('k8s-listener diff', () => {
       '+++ /dev/null',
     ];
     expect(files(awaiting.stdout)).toEqual([
-      `# deployment old (${old.id}), AWAITING_DELETE: 3 to prune`,
+      `# deployment old (${old.id}), AWAITING_DELETE: 4 to prune`,
       ...pruned,
     ]);
     // Whole deletions: after each header, only removed lines.
     const body = awaiting.stdout.split('\n').filter((l) => l !== '' && !/^(---|\+\+\+|#|@@) /.test(l));
     expect(body.slice(0, -1).every((l) => l.startsWith('-'))).toBe(true);
     expect(awaiting.stdout).toMatch(/^@@ -1,\d+ \+0,0 @@$/m);
-    expect(awaiting.stdout.endsWith('\n3 to prune\n')).toBe(true);
+    expect(awaiting.stdout.endsWith('\n4 to prune\n')).toBe(true);
 
     // The control plane forgets it (as when the agent reports it deleted): gone from a complete
     // listing, its objects (named by their annotation) go.
@@ -262,15 +266,15 @@ describe('k8s-listener diff', () => {
     const gone = await diff(old.id);
     expect(gone.code).toBe(1);
     expect(files(gone.stdout)).toEqual([
-      `# deployment old (${old.id}), gone from the control plane: 3 to prune`,
+      `# deployment old (${old.id}), gone from the control plane: 4 to prune`,
       ...pruned,
     ]);
     // Only objects carrying this listener's label: one made by someone else is never listed.
     await admin(['label', 'service', 'old', 'k8s-listener.io/listener-id=someone-else', '--overwrite']);
     expect(files((await diff(old.id)).stdout)).toEqual([
-      `# deployment old (${old.id}), gone from the control plane: 2 to prune`,
-      ...pruned.slice(0, 2),
-      ...pruned.slice(4),
+      `# deployment old (${old.id}), gone from the control plane: 3 to prune`,
+      ...pruned.slice(0, 4),
+      ...pruned.slice(6),
     ]);
   });
 
@@ -302,13 +306,14 @@ describe('k8s-listener diff', () => {
     expect(pruned.code).toBe(1);
     const prunes = pruned.stdout.match(/^--- .+\n\+\+\+ \/dev\/null$/gm) ?? [];
     expect(prunes.map((p) => p.split('\n')[0]).sort()).toEqual([
+      `--- NetworkPolicy/${ns}/store-data (live)`,
       `--- Secret/${ns}/store-db-credentials (live)`,
       `--- Service/${ns}/store-db (live)`,
       `--- StatefulSet/${ns}/store-db (live)`,
     ]);
     expect(pruned.stdout).toContain('-  password: (removed)\n');
     expect(pruned.stdout).not.toContain(password ?? 'no password read');
-    expect(pruned.stdout).toMatch(/\n\d+ to configure, 3 to prune\n$/);
+    expect(pruned.stdout).toMatch(/\n\d+ to configure, 4 to prune\n$/);
   });
 
   it('an invalid deployment: its render problems on stderr, exit 2, the others still shown', async () => {
@@ -338,6 +343,8 @@ describe('k8s-listener diff', () => {
         listener: await world.client.getListener(world.listenerId),
         namespaces: [ns],
         allowedNamespaces: [ns],
+        // The agent's key: the digests compared are the ones the agent wrote.
+        digestKey: await loadDigestKey(kube, 'default', { create: false }),
         renderConfig: RenderConfig.parse({}),
         reconcileConfig: ReconcileConfig.parse({}),
       });

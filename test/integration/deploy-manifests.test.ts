@@ -115,6 +115,8 @@ describe('deploy/kustomize', () => {
         'PodDisruptionBudget/platform-agents/k8s-listener',
         'Role/platform-agents/k8s-listener-leader-election',
         'RoleBinding/platform-agents/k8s-listener-leader-election',
+        'Role/platform-agents/k8s-listener-digest-key',
+        'RoleBinding/platform-agents/k8s-listener-digest-key',
         'Service/platform-agents/k8s-listener-metrics',
         'ServiceAccount/platform-agents/k8s-listener',
         'Role/team-a/k8s-listener',

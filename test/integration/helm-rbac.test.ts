@@ -177,11 +177,12 @@ afterAll(async () => {
 });
 
 /** `group/resource verb` for every permission the chart's Role in `namespace` grants. */
+/** Every permission the chart's Roles grant in the namespace (its own has two: the Lease's, the digest key's). */
 function granted(namespace: string): Set<string> {
   const roles = manifests.filter((m) => m.kind === 'Role' && m.metadata.namespace === namespace);
-  expect(roles, `a Role in ${namespace}`).toHaveLength(1);
+  expect(roles.length, `a Role in ${namespace}`).toBeGreaterThan(0);
   const permissions = new Set<string>();
-  for (const rule of roles[0]?.rules ?? []) {
+  for (const rule of roles.flatMap((role) => role.rules ?? [])) {
     for (const group of rule.apiGroups)
       for (const resource of rule.resources)
         for (const verb of rule.verbs) permissions.add(`${group}/${resource} ${verb}`);
@@ -392,17 +393,24 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
   it('grants exactly the verbs the agent used: none granted and never used', () => {
     expect(requests.length).toBeGreaterThan(0);
     const used = new Set(requests.flatMap(permissionsOf));
-    const lease = manifests.find((m) => m.kind === 'Role' && m.metadata.namespace === releaseNs);
+    const lease = manifests.find(
+      (m) =>
+        m.kind === 'Role' &&
+        m.metadata.namespace === releaseNs &&
+        m.metadata.name.endsWith('-leader-election'),
+    );
     const leasePermissions = granted(releaseNs);
     const namespacePermissions = granted(watched[0] ?? '');
     // Both watched namespaces get the same Role.
     expect([...granted(watched[1] ?? '')].sort()).toEqual([...namespacePermissions].sort());
-    // The metric has no namespace label; the Lease is the only kind the agent touches in its own.
+    // The metric has no namespace label; in its own namespace the agent touches its Lease and its
+    // digest key (a Secret it reads and, on the first start, makes) alone.
     const isLease = (p: string) => p.startsWith('coordination.k8s.io/leases ');
+    const isOwn = (p: string) => isLease(p) || p === '/secrets get' || p === '/secrets create';
     const unused = (permissions: Set<string>, usedHere: (p: string) => boolean) =>
       [...permissions].filter((p) => !(used.has(p) && usedHere(p)) && NOT_IN_RUN[p] === undefined).sort();
     expect(unused(namespacePermissions, (p) => !isLease(p))).toEqual([]);
-    expect(unused(leasePermissions, isLease)).toEqual([]);
+    expect(unused(leasePermissions, isOwn)).toEqual([]);
     // And each used permission is granted by one of them (the run saw no 403, this says where).
     const everything = new Set([...namespacePermissions, ...leasePermissions]);
     expect([...used].filter((p) => !everything.has(p)).sort()).toEqual([]);
@@ -466,7 +474,11 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'delete',
     ]);
     expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch', 'delete']);
-    expect(configured.rulesOf('rel')).toEqual([]);
+    // In the release's namespace only the digest key: the Lease went elsewhere.
+    expect(configured.rulesOf('rel')).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['k8s-listener-digest-key'], verbs: ['get'] },
+    ]);
     expect(configured.rulesOf('coordination')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
       {
@@ -511,8 +523,9 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       }
     }
     expect(allowedWrites).toEqual([]);
-    // In its own namespace it may only hold its Lease: no other write there either.
-    for (const kind of kinds.filter((k) => k !== 'Lease')) {
+    // In its own namespace it may only hold its Lease and make its digest key (a Secret: RBAC
+    // cannot name what does not exist yet), which it may read by name alone.
+    for (const kind of kinds.filter((k) => k !== 'Lease' && k !== 'Secret')) {
       const type = resourceTypeOf(kind);
       expect(
         await allowed(tokenConfig, {
@@ -524,7 +537,21 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
         `${kind} create in the release namespace`,
       ).toBe(false);
     }
-    // Secrets: readable in the watched namespaces only.
+    expect(await allowed(tokenConfig, { namespace: releaseNs, resource: 'secrets', verb: 'create' })).toBe(
+      true,
+    );
+    for (const [name, verb, expected] of [
+      ['k8s-listener-digest-key', 'get', true],
+      ['k8s-listener-digest-key', 'update', false],
+      ['k8s-listener-digest-key', 'delete', false],
+      ['k8s-listener-api-key', 'get', false],
+    ] as const) {
+      expect(
+        await allowed(tokenConfig, { namespace: releaseNs, resource: 'secrets', verb, name }),
+        `${verb} secret ${name} in the release namespace`,
+      ).toBe(expected);
+    }
+    // Secrets: readable in the watched namespaces only (and the digest key by name).
     for (const namespace of [foreignNs, releaseNs, 'kube-system', undefined]) {
       for (const verb of ['get', 'list', 'watch']) {
         expect(

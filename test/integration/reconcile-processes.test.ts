@@ -186,6 +186,7 @@ describe('agent processes', () => {
         'Service/midway-db',
         'Service/midway-kvstore',
         'Secret/midway-db-credentials',
+        'Secret/midway-kvstore-credentials',
         'Secret/midway-secrets',
         'HorizontalPodAutoscaler/midway',
       ].sort(),

@@ -12,8 +12,11 @@ import { listener, maximalDeployment, minimalDeployment } from '../support/rende
 import { hostilePodSettings, validDeployment } from '../support/specArbitraries.ts';
 
 const admin = adminKube(inject('kubeconfigPath'));
-/** The agent's defaults: Pod Security restricted. */
-const RESTRICTED = RenderConfig.parse({ ingress: { className: 'nginx' } });
+/** The agent's defaults (Pod Security restricted), with what the maximal example names allowed. */
+const RESTRICTED = RenderConfig.parse({
+  ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
+  policy: { serviceAccounts: ['agent-platform'], serviceAccountTokens: true },
+});
 const namespace = uniqueNamespace('admission');
 let kube: KubeClient;
 

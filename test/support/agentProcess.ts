@@ -105,6 +105,7 @@ const WRITTEN_KINDS = [
   ['autoscaling/v2', 'HorizontalPodAutoscaler'],
   ['policy/v1', 'PodDisruptionBudget'],
   ['networking.k8s.io/v1', 'Ingress'],
+  ['networking.k8s.io/v1', 'NetworkPolicy'],
 ] as const;
 
 export interface LiveEntry {

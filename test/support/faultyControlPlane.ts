@@ -3,7 +3,13 @@
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export type Fault = 'none' | 'empty-list' | 'errors' | 'fail-page-2';
+/**
+ * `huge-body`: the listing answers a 300 MiB body; `endless-pages`: the listing never ends (each
+ * page one more item of another listener, and an offset that keeps moving).
+ */
+export type Fault = 'none' | 'empty-list' | 'errors' | 'fail-page-2' | 'huge-body' | 'endless-pages';
+
+const HUGE_BODY_BYTES = 300 * 2 ** 20;
 
 export interface FaultyControlPlane {
   readonly url: string;
@@ -39,6 +45,34 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
       res
         .writeHead(503, { 'content-type': 'application/json' })
         .end('{"error":{"code":"unavailable","message":"down"}}');
+      return;
+    }
+    if (isListing && state.fault === 'huge-body') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const chunk = Buffer.alloc(2 ** 20, ' ');
+      let sent = 0;
+      const pump = () => {
+        while (sent < HUGE_BODY_BYTES) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end('{"resources":[],"offset":0}');
+      };
+      res.on('close', () => {
+        sent = HUGE_BODY_BYTES;
+      });
+      pump();
+      return;
+    }
+    if (isListing && state.fault === 'endless-pages') {
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const item = {
+        id: `00000000-0000-4000-8000-${String(offset).padStart(12, '0')}`,
+        name: `other-${offset}`,
+      };
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ resources: [item], offset: offset + 1 }));
       return;
     }
     if (isListing && state.fault === 'empty-list') {

@@ -12,7 +12,11 @@ import { distance, schemaKeyPaths, schemaKeys, suggestKey } from '../../../src/c
 const run = promisify(execFile);
 const MAIN = new URL('../../../src/cli/main.ts', import.meta.url).pathname;
 const LISTENER = '7c0e2a4e-4d7b-4c37-9a53-0f1f6a3e8b11';
-const REQUIRED = { listenerId: LISTENER, controlPlane: { baseUrl: 'http://cp.example.test' }, namespaces: ['apps'] };
+const REQUIRED = {
+  listenerId: LISTENER,
+  controlPlane: { baseUrl: 'http://cp.example.test' },
+  namespaces: ['apps'],
+};
 
 async function configFile(document: unknown): Promise<string> {
   const path = join(await mkdtemp(join(tmpdir(), 'config-')), 'config.yaml');

@@ -58,6 +58,25 @@ async function loadError(options: Parameters<typeof loadKubeconfig>[0]): Promise
   return error as KubeconfigError;
 }
 
+// Issue 18, finding 7: credentials never travel in clear without the kubeconfig saying so.
+describe('an http:// API server', () => {
+  it('is refused, naming the field, unless the kubeconfig says insecure-skip-tls-verify', async () => {
+    const path = await kubeconfig('plain', {
+      cluster: { server: 'http://10.0.0.1:8080' },
+      user: { token: 't' },
+    });
+    const error = await loadError({ path });
+    expect(error.message).toContain('clusters[0].cluster.server');
+    expect(error.message).toContain('http://');
+    expect(error.message).not.toContain('10.0.0.1');
+    const accepted = await kubeconfig('accepted', {
+      cluster: { server: 'http://10.0.0.1:8080', 'insecure-skip-tls-verify': true },
+      user: { token: 't' },
+    });
+    expect((await load({ path: accepted })).server).toBe('http://10.0.0.1:8080');
+  });
+});
+
 describe('cluster', () => {
   it('reads server, CA data, tls-server-name and the context namespace', async () => {
     const path = await kubeconfig('config', {
