@@ -4,7 +4,7 @@
 // derived by the pure functions of src/report/statusView.ts.
 
 import type { ControlPlaneClient } from '../controlplane/client.ts';
-import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
+import type { Deployment } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
 import { fieldAt } from '../objects/fields.ts';
 import {

@@ -3,12 +3,16 @@
 // state — every rendered object exactly once, no orphan, every inventory complete — and the
 // control plane holds every revision's true status. A restarted replica waits for the old Lease
 // to expire unless it is the holder itself. Replay a run with AGENT_KILL_SEED=<seed>.
+
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment, DeploymentCreate, RevisionStatus } from '../../src/controlplane/schemas/index.ts';
+import { KubeClient } from '../../src/kube/index.ts';
+import { loadDigestKey } from '../../src/manager/digestKey.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, startWorld, type World } from '../support/agentHarness.ts';
 import {
@@ -194,10 +198,16 @@ describe('the agent killed at random', () => {
 
     const last = startAgentProcess(configPath, identity);
     processes.push(last);
+    // The digests the agents wrote are keyed with the key the first of them made.
+    const keyReader = await KubeClient.fromKubeconfig(world.kubeconfigPath, {
+      logger: pino({ level: 'silent' }),
+    });
+    const digestKey = await loadDigestKey(keyReader, 'default', { create: false });
+    await keyReader.close();
     const problems = await eventually(
       'the desired state',
       async () => {
-        const expected = expectedState(world.emulator, world.listenerId);
+        const expected = expectedState(world.emulator, world.listenerId, digestKey);
         const live = await listListenerObjects(world, world.namespaces);
         const found = [...stateDifferences(live, expected), ...revisionProblems(invalid, deleted)];
         return found.length === 0 ? found : undefined;
@@ -205,7 +215,7 @@ describe('the agent killed at random', () => {
       240_000,
       1_000,
     ).catch(async (error: unknown) => {
-      const expected = expectedState(world.emulator, world.listenerId);
+      const expected = expectedState(world.emulator, world.listenerId, digestKey);
       const live = await listListenerObjects(world, world.namespaces);
       return [...stateDifferences(live, expected), ...revisionProblems(invalid, deleted), String(error)];
     });

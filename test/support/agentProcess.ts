@@ -156,9 +156,14 @@ export interface ExpectedDeployment {
 
 /**
  * What the control plane asks for now, rendered the way the agent does (default render
- * configuration): deployments that do not render are left out (they must have no object).
+ * configuration, the agent's digest key): deployments that do not render are left out (they must
+ * have no object).
  */
-export function expectedState(emulator: RunningEmulator, listenerId: string): ExpectedDeployment[] {
+export function expectedState(
+  emulator: RunningEmulator,
+  listenerId: string,
+  digestKey: Uint8Array | undefined,
+): ExpectedDeployment[] {
   const state = emulator.state();
   const listener = state.listeners.find((l) => l.id === listenerId);
   if (!listener) throw new Error(`listener ${listenerId} is not in the emulator`);
@@ -168,7 +173,7 @@ export function expectedState(emulator: RunningEmulator, listenerId: string): Ex
     if (deployment.source_config.listener_id !== listenerId) continue;
     const revision = revisions.find((r) => r.id === deployment.latest_revision_id);
     const rendered = renderDeployment(
-      { deployment, revision, listener, allowedNamespaces: undefined },
+      { deployment, revision, listener, allowedNamespaces: undefined, digestKey },
       config,
     );
     if (!rendered.ok) continue;
