@@ -20,6 +20,7 @@ import { type KubeObject, RenderConfig, renderDeployment } from '../src/render/i
 import { sleep } from '../src/sleep.ts';
 import { AGENT_VERSION } from '../src/version.ts';
 import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
+import { IMAGE_ENV } from '../test/support/imageRuntime.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
 
 const execFileAsync = promisify(execFile);
@@ -240,10 +241,7 @@ function startAgentProcess(
   // The image's environment (Dockerfile ENV; a unit test keeps the two the same) and the pod's.
   const env = {
     ...process.env,
-    NODE_ENV: 'production',
-    MALLOC_ARENA_MAX: '2',
-    MALLOC_MMAP_THRESHOLD_: '131072',
-    MALLOC_TRIM_THRESHOLD_: '131072',
+    ...IMAGE_ENV,
     POD_NAME: 'bench-agent',
     POD_NAMESPACE: 'default',
     ...Object.fromEntries(

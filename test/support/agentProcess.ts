@@ -62,9 +62,14 @@ export async function writeAgentConfig(
   return path;
 }
 
-export function startAgentProcess(configPath: string, identity: string): AgentProcess {
-  const child = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
-    env: { ...process.env, POD_NAME: identity, POD_NAMESPACE: 'default' },
+/** The agent from its sources, or as the image runs it (`main`: a bundle, with `env`: the image's). */
+export function startAgentProcess(
+  configPath: string,
+  identity: string,
+  image?: { readonly main: string; readonly env: Readonly<Record<string, string>> },
+): AgentProcess {
+  const child = spawn(process.execPath, [image?.main ?? MAIN, 'run', '--config', configPath], {
+    env: { ...process.env, ...image?.env, POD_NAME: identity, POD_NAMESPACE: 'default' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
