@@ -6,7 +6,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/index.ts';
-import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
+import { RenderConfig, type RenderResult, renderDeployment } from '../../src/render/index.ts';
 import { adminKube, uniqueNamespace } from '../support/adminKube.ts';
 import { listener, maximalDeployment, minimalDeployment } from '../support/renderFixtures.ts';
 import { hostilePodSettings, validDeployment } from '../support/specArbitraries.ts';
@@ -52,11 +52,11 @@ afterAll(async () => {
   await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
 });
 
-/** The pod templates of a render, moved into the test namespace. */
-function podTemplates(deployment: Deployment): { name: string; template: Record<string, unknown> }[] {
+/** A deployment rendered by the agent's defaults, moved into the test namespace. */
+function renderHere(deployment: Deployment): RenderResult {
   const moved = structuredClone(deployment);
   moved.source_config.listener_config = { k8s_namespace: namespace };
-  const result = renderDeployment(
+  return renderDeployment(
     {
       deployment: moved,
       revision: undefined,
@@ -65,8 +65,17 @@ function podTemplates(deployment: Deployment): { name: string; template: Record<
     },
     RESTRICTED,
   );
+}
+
+/** The pod templates of a render, moved into the test namespace. */
+function podTemplates(deployment: Deployment): { name: string; template: Record<string, unknown> }[] {
+  const result = renderHere(deployment);
   if (!result.ok) throw result.error;
-  return result.value.objects.flatMap((object: KubeObject) => {
+  return templatesOf(result.value.objects);
+}
+
+function templatesOf(objects: readonly KubeObject[]): { name: string; template: Record<string, unknown> }[] {
+  return objects.flatMap((object: KubeObject) => {
     const spec = object.spec as
       | {
           template?: { spec: { volumes?: unknown[] } };
@@ -158,17 +167,7 @@ describe('free-form pod settings from a control-plane user', () => {
     await fc.assert(
       fc.asyncProperty(hostilePodSettings, async (deployment) => {
         counts.cases++;
-        const moved = structuredClone(deployment);
-        moved.source_config.listener_config = { k8s_namespace: namespace };
-        const result = renderDeployment(
-          {
-            deployment: moved,
-            revision: undefined,
-            listener: { ...listener, compute_config: { k8s_namespaces: [namespace] } },
-            allowedNamespaces: undefined,
-          },
-          RESTRICTED,
-        );
+        const result = renderHere(deployment);
         if (!result.ok) {
           counts.refused++;
           expect(result.error.problems.every((p) => p.message.includes('Pod Security restricted'))).toBe(
@@ -176,7 +175,7 @@ describe('free-form pod settings from a control-plane user', () => {
           );
           return;
         }
-        for (const { name, template } of podTemplates(deployment))
+        for (const { name, template } of templatesOf(result.value.objects))
           expect(await admitted(name, template)).toBe(name);
         counts.admitted++;
       }),
