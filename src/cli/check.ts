@@ -1,6 +1,5 @@
 // `k8s-listener check`: a preflight checklist of everything the agent needs before it can work —
 // its configuration, the control plane, its listener, the cluster, its namespaces, its permissions.
-
 import { parseArgs } from 'node:util';
 import pino, { type Logger } from 'pino';
 import { z } from 'zod';

@@ -1,6 +1,5 @@
 // `k8s-listener diff [DEPLOYMENT]`: what `run` would change, like `kubectl diff` — one unified
 // diff per object (dry-run server-side apply against the live object), plus what would be pruned.
-
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { stringify } from 'yaml';

@@ -1,7 +1,6 @@
 // The manager: registers with the control plane, campaigns for leadership and runs one leader
 // session for the term it wins. A term lost (not given up) is fatal, as in controller-runtime:
 // the work stops at once and `failed` settles, so that the process exits and restarts clean.
-
 import type { Logger } from 'pino';
 import { ControlPlaneClient, type ControlPlaneClientOptions } from '../controlplane/client.ts';
 import { KubeClient, LeaderElector } from '../kube/index.ts';

@@ -1,6 +1,5 @@
 // Registration with the control plane: read this agent's listener (retrying while the control plane
 // is unreachable, until the shutdown signal), check it is a k8s listener, take its namespaces.
-
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';

@@ -1,7 +1,6 @@
 // The Kubernetes permissions the agent needs, derived from what it does: the kinds render writes
 // (read back, applied, pruned), the kinds the agent watches, the inventory, rollout status, Events
 // and leader election. `k8s-listener check` asks the API server about each; keep it in step.
-
 import { KubeUnsupportedKindError } from '../kube/errors.ts';
 import { resourceTypeOf } from '../kube/resources.ts';
 import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';

@@ -2,7 +2,6 @@
 // plane (target revision by the agent's own rules), rendered as the agent would, next to their
 // inventories, status annotations, live objects and Events in the cluster. The rows themselves are
 // derived by the pure functions of src/report/statusView.ts.
-
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';

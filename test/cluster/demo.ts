@@ -3,7 +3,6 @@
 // invalid deployment, and the agent itself, with a live table of the rollouts. Runs until Ctrl-C;
 // `--exit-when-converged` prints plain lines and exits 0 once every valid deployment is DEPLOYED
 // and the invalid one is reported DEPLOY_FAILED (1 on timeout).
-
 import { rmSync } from 'node:fs';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

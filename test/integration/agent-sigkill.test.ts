@@ -3,7 +3,6 @@
 // state — every rendered object exactly once, no orphan, every inventory complete — and the
 // control plane holds every revision's true status. A restarted replica waits for the old Lease
 // to expire unless it is the holder itself. Replay a run with AGENT_KILL_SEED=<seed>.
-
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

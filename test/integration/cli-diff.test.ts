@@ -1,7 +1,6 @@
 // `k8s-listener diff` against the real cluster and the emulator, with the agent converged first:
 // no changes, drift by hand, a new revision not yet applied, a changed Secret, deletions, an
 // invalid deployment; exact outputs and exit codes, once as a real process.
-
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { Writable } from 'node:stream';

@@ -2,7 +2,6 @@
 // and API server: a second deployment in the same namespace that names the first one's database
 // volume, generated Secrets or inventory gets nothing — it is refused, naming each reference, and
 // nothing of it is written — while the first keeps running untouched.
-
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';

@@ -1,6 +1,5 @@
 // The Dockerfile, read structurally (no Docker engine here to build it): the stages, what reaches
 // the final one, the user, the entry point, the labels, and the build context it is given.
-
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { IMAGE_ENV } from '../../support/imageRuntime.ts';
