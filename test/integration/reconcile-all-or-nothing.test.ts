@@ -3,35 +3,22 @@
 // image and new secret values besides, writes nothing: every object of the previous revision — its
 // Secret, Service, Deployment and inventory — stays byte-for-byte as it was, and the revision is
 // reported DEPLOY_FAILED with the API server's reason.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Agent } from '../../src/manager/agent.ts';
+import { describe, expect, inject, it } from 'vitest';
 import { LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { kubectl } from '../support/adminKube.ts';
-import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import { app, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
-let world: World;
-let agent: Agent;
-let ns: string;
-
-beforeAll(async () => {
-  world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
-  [ns = ''] = world.namespaces;
-  agent = await startAgent(world, { allowedNamespaces: world.namespaces });
-});
-afterAll(async () => {
-  await agent?.stop();
-  await world?.close();
-});
+const setup = useAgentWorld();
 
 /** Every object of this listener in the namespace, as the API server holds it, by kind/name. */
 async function snapshot(): Promise<Map<string, string>> {
-  const text = await kubectl(inject('clusterBinDir'), world.kubeconfigPath, [
+  const text = await kubectl(inject('clusterBinDir'), setup.world.kubeconfigPath, [
     '-n',
-    ns,
+    setup.ns,
     'get',
     'deployments,services,secrets,configmaps',
     '-l',
-    `${LABEL_LISTENER_ID}=${world.listenerId}`,
+    `${LABEL_LISTENER_ID}=${setup.world.listenerId}`,
     '-o',
     'json',
   ]);
@@ -41,8 +28,8 @@ async function snapshot(): Promise<Map<string, string>> {
 
 describe('a revision the API server refuses', () => {
   it('writes nothing: the previous revision’s objects stay byte-for-byte, and the reason is reported', async () => {
-    const deployment = await world.client.createDeployment(app(world, 'whole', ns));
-    await waitForRevision(world, deployment, 'DEPLOYED');
+    const deployment = await setup.world.client.createDeployment(app(setup.world, 'whole', setup.ns));
+    await waitForRevision(setup.world, deployment, 'DEPLOYED');
     const before = await snapshot();
     expect([...before.keys()].sort()).toEqual([
       `ConfigMap/k8s-listener-inv-${deployment.id}`,
@@ -53,7 +40,7 @@ describe('a revision the API server refuses', () => {
 
     // New secret values and a new image (the Secret comes first in render order), and a volume
     // whose free-form source the API server refuses under strict field validation.
-    const refused = await world.client.patchDeployment(deployment.id, {
+    const refused = await setup.world.client.patchDeployment(deployment.id, {
       secrets: [{ name: 'API_TOKEN', value: 'a-new-value' }],
       source_revision_config: { image_uri: 'nginx:1.28' },
       source_config: {
@@ -67,8 +54,8 @@ describe('a revision the API server refuses', () => {
         },
       },
     });
-    await waitForRevision(world, refused, 'DEPLOY_FAILED');
-    const log = world.emulator
+    await waitForRevision(setup.world, refused, 'DEPLOY_FAILED');
+    const log = setup.world.emulator
       .state()
       .deployments.find((d) => d.deployment.id === deployment.id)
       ?.deploy_logs.at(-1);

@@ -1,29 +1,15 @@
 // Every kind the agent writes is watched: an autoscaler, a disruption budget, a pod template and
 // an ingress deleted by hand come back within seconds, with the resync at its default 10 minutes
 // (so only a watch event can wake the deployment in time).
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
-import type { Agent } from '../../src/manager/agent.ts';
 import { eventually } from '../support/adminKube.ts';
-import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import { app, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
 const TEN_MINUTES = 600_000;
-let world: World;
-let agent: Agent;
-let ns: string;
-
-beforeAll(async () => {
-  world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
-  [ns = ''] = world.namespaces;
-  agent = await startAgent(world, {
-    allowedNamespaces: world.namespaces,
-    render: { ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] } },
-    reconcile: { resyncIntervalMs: TEN_MINUTES },
-  });
-});
-afterAll(async () => {
-  await agent?.stop();
-  await world?.close();
+const setup = useAgentWorld({
+  render: { ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] } },
+  reconcile: { resyncIntervalMs: TEN_MINUTES },
 });
 
 interface Ref {
@@ -35,10 +21,10 @@ interface Ref {
 /** The object's uid, or undefined while it does not exist. */
 async function uidOf(ref: Ref): Promise<string | undefined> {
   try {
-    const object = await world.kube.objects.read({
+    const object = await setup.world.kube.objects.read({
       apiVersion: ref.apiVersion,
       kind: ref.kind,
-      metadata: { name: ref.name, namespace: ns },
+      metadata: { name: ref.name, namespace: setup.ns },
     });
     return object.metadata?.deletionTimestamp ? undefined : object.metadata?.uid;
   } catch {
@@ -50,11 +36,11 @@ describe('watched kinds', () => {
   let web: Deployment;
 
   it('restores an HPA, a PDB, a PodTemplate and an Ingress deleted by hand within seconds', async () => {
-    web = await world.client.createDeployment(
-      app(world, 'web', ns, {
+    web = await setup.world.client.createDeployment(
+      app(setup.world, 'web', setup.ns, {
         source_config: {
-          listener_id: world.listenerId,
-          listener_config: { k8s_namespace: ns },
+          listener_id: setup.world.listenerId,
+          listener_config: { k8s_namespace: setup.ns },
           // prod: a PodDisruptionBudget; min < max: an HPA; executor: a PodTemplate; custom_url
           // with an ingress class: an Ingress.
           deployment_type: 'prod',
@@ -63,7 +49,7 @@ describe('watched kinds', () => {
         },
       }),
     );
-    await waitForRevision(world, web, 'DEPLOYED');
+    await waitForRevision(setup.world, web, 'DEPLOYED');
 
     const refs: Ref[] = [
       { apiVersion: 'autoscaling/v2', kind: 'HorizontalPodAutoscaler', name: 'web' },
@@ -77,10 +63,10 @@ describe('watched kinds', () => {
 
     const started = Date.now();
     for (const ref of refs)
-      await world.kube.objects.delete({
+      await setup.world.kube.objects.delete({
         apiVersion: ref.apiVersion,
         kind: ref.kind,
-        metadata: { name: ref.name, namespace: ns },
+        metadata: { name: ref.name, namespace: setup.ns },
       });
     // A new uid for each: recreated by the agent, not a delete that did not happen.
     const after = await eventually(

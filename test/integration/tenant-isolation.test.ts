@@ -3,49 +3,40 @@
 // volume, generated Secrets or inventory gets nothing — it is refused, naming each reference, and
 // nothing of it is written — while the first keeps running untouched.
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient, type LiveKubeObject } from '../../src/kube/index.ts';
-import type { Agent } from '../../src/manager/agent.ts';
 import { loadDigestKey } from '../../src/manager/digestKey.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { inventoryName } from '../../src/reconcile/inventoryStore.ts';
 import { chooseTarget } from '../../src/reconcile/target.ts';
 import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
-import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import { app, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
-let world: World;
-let agent: Agent;
-let ns: string;
-
-beforeAll(async () => {
-  world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
-  [ns = ''] = world.namespaces;
-  agent = await startAgent(world, { allowedNamespaces: world.namespaces });
-});
-afterAll(async () => {
-  await agent?.stop();
-  await world?.close();
-});
+const setup = useAgentWorld();
 
 const source = (resource_spec: Record<string, unknown>) => ({
-  source_config: { listener_id: world.listenerId, listener_config: { k8s_namespace: ns }, resource_spec },
+  source_config: {
+    listener_id: setup.world.listenerId,
+    listener_config: { k8s_namespace: setup.ns },
+    resource_spec,
+  },
 });
 
 describe("another deployment's objects", () => {
   it('cannot be mounted, read as variables or named as pull secrets by a deployment beside it', async () => {
-    const victim = await world.client.createDeployment(
+    const victim = await setup.world.client.createDeployment(
       app(
-        world,
+        setup.world,
         'victim',
-        ns,
+        setup.ns,
         source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 }),
       ),
     );
-    await waitForRevision(world, victim, 'DEPLOYED');
+    await waitForRevision(setup.world, victim, 'DEPLOYED');
 
-    const thief = await world.client.createDeployment(
-      app(world, 'thief', ns, {
+    const thief = await setup.world.client.createDeployment(
+      app(setup.world, 'thief', setup.ns, {
         ...source({
           min_scale: 1,
           max_scale: 1,
@@ -66,9 +57,9 @@ describe("another deployment's objects", () => {
         secret_references: [{ name: 'STOLEN', secret_name: 'victim-secrets', secret_key: 'API_TOKEN' }],
       }),
     );
-    await waitForRevision(world, thief, 'DEPLOY_FAILED');
+    await waitForRevision(setup.world, thief, 'DEPLOY_FAILED');
     const reason =
-      world.emulator
+      setup.world.emulator
         .state()
         .deployments.find((d) => d.deployment.id === thief.id)
         ?.deploy_logs.at(-1)?.message ?? '';
@@ -81,11 +72,11 @@ describe("another deployment's objects", () => {
       expect(reason).toContain(`names ${named}, which belongs to another deployment`);
 
     // Nothing of the thief was written; the victim runs on, untouched.
-    const names = (await world.kube.apps.listNamespacedDeployment({ namespace: ns })).items.map(
+    const names = (await setup.world.kube.apps.listNamespacedDeployment({ namespace: setup.ns })).items.map(
       (d) => d.metadata?.name,
     );
     expect(names).toEqual(['victim']);
-    const secrets = (await world.kube.core.listNamespacedSecret({ namespace: ns })).items.map(
+    const secrets = (await setup.world.kube.core.listNamespacedSecret({ namespace: setup.ns })).items.map(
       (s) => s.metadata?.name,
     );
     expect(secrets.filter((n) => n?.startsWith('thief'))).toEqual([]);
@@ -97,24 +88,26 @@ describe("another deployment's objects", () => {
 describe('a secret value', () => {
   it('cannot be guessed from any non-Secret object the agent writes (10,000 words, the value among them)', async () => {
     const secret = 'hunter2';
-    const deployment = await world.client.createDeployment(
-      app(world, 'guarded', ns, { secrets: [{ name: 'API_TOKEN', value: secret }] }),
+    const deployment = await setup.world.client.createDeployment(
+      app(setup.world, 'guarded', setup.ns, { secrets: [{ name: 'API_TOKEN', value: secret }] }),
     );
-    await waitForRevision(world, deployment, 'DEPLOYED');
+    await waitForRevision(setup.world, deployment, 'DEPLOYED');
 
     // Every non-Secret object the agent wrote for it, as someone who may read them (not Secrets) sees them.
     const selector = `${LABEL_DEPLOYMENT_ID}=${deployment.id}`;
-    const kube = await KubeClient.fromKubeconfig(world.kubeconfigPath, { logger: pino({ level: 'silent' }) });
+    const kube = await KubeClient.fromKubeconfig(setup.world.kubeconfigPath, {
+      logger: pino({ level: 'silent' }),
+    });
     const readable: LiveKubeObject[] = [];
     for (const kind of ['Deployment', 'Service', 'NetworkPolicy', 'ConfigMap'] as const)
-      readable.push(...(await kube.list(kind, { namespace: ns, labelSelector: selector })));
+      readable.push(...(await kube.list(kind, { namespace: setup.ns, labelSelector: selector })));
     const text = JSON.stringify(readable);
     const digests = new Set(text.match(/\b[0-9a-f]{16}\b/g) ?? []);
     expect(digests.size).toBeGreaterThan(2);
 
     // The attacker knows the deployment but its secret, and renders each guess as the agent would.
-    const listener = await world.client.getListener(world.listenerId);
-    const target = chooseTarget(deployment, (await world.client.listAllRevisions(deployment.id)).items);
+    const listener = await setup.world.client.getListener(setup.world.listenerId);
+    const target = chooseTarget(deployment, (await setup.world.client.listAllRevisions(deployment.id)).items);
     const digestsOf = (guess: string, digestKey: Uint8Array | undefined) => {
       const candidate: Deployment = { ...deployment, secrets: [{ name: 'API_TOKEN', value: guess }] };
       const result = renderDeployment(
@@ -122,7 +115,7 @@ describe('a secret value', () => {
           deployment: candidate,
           revision: target.revision,
           listener,
-          allowedNamespaces: world.namespaces,
+          allowedNamespaces: setup.world.namespaces,
           digestKey,
         },
         RenderConfig.parse({}),

@@ -1,5 +1,6 @@
 // Runs the real agent in-process against the emulator and the test cluster.
 import pino, { type Logger } from 'pino';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import type {
   Deployment,
@@ -168,4 +169,45 @@ export async function waitForRevision(
 
 export async function deploymentNamed(world: World, id: string): Promise<Deployment | undefined> {
   return (await world.client.listAllDeployments({ deployment_ids: [id] })).items[0];
+}
+
+/** A world of one namespace and an agent serving it (its allow-list that namespace), for a test file. */
+export interface AgentWorld {
+  readonly world: World;
+  readonly agent: Agent;
+  /** The world's namespace. */
+  readonly ns: string;
+}
+
+/**
+ * Starts an AgentWorld before the file's tests and stops it after them; its fields are set once
+ * the tests run.
+ */
+export function useAgentWorld(overrides: AgentOverrides = {}): AgentWorld {
+  const context: { world?: World; agent?: Agent; ns?: string } = {};
+  beforeAll(async () => {
+    const world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
+    context.world = world;
+    context.ns = world.namespaces[0] ?? '';
+    context.agent = await startAgent(world, { allowedNamespaces: world.namespaces, ...overrides });
+  });
+  afterAll(async () => {
+    await context.agent?.stop();
+    await context.world?.close();
+  });
+  const set = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`useAgentWorld: ${what} is read before the file's tests run`);
+    return value;
+  };
+  return {
+    get world() {
+      return set(context.world, 'world');
+    },
+    get agent() {
+      return set(context.agent, 'agent');
+    },
+    get ns() {
+      return set(context.ns, 'ns');
+    },
+  };
 }
