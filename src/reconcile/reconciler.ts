@@ -99,9 +99,13 @@ export class Reconciler {
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
    * (failed) revision: not retried forever. An attempt cut short by a transient error is not one.
    * `applied`: that attempt applied every object (its rollout failed, not its apply), so drift is
-   * still repaired.
+   * still repaired. `served`: the generation of the served namespaces it was made under — a
+   * verdict reached under namespaces since changed (possibly recorded after the change, by a
+   * reconcile that began before it) does not count.
    */
-  readonly #attempted = new Map<string, { fingerprint: string; applied: boolean }>();
+  readonly #attempted = new Map<string, { fingerprint: string; applied: boolean; served: number }>();
+  /** Bumped at each change of the served namespaces. */
+  #served = 0;
   /** The report step: control plane, Events, status annotation, metrics. */
   readonly #report: DeploymentReport;
 
@@ -125,13 +129,14 @@ export class Reconciler {
    * now, so every settled attempt is tried once more (the caller requeues every deployment).
    */
   namespacesChanged(): void {
-    this.#attempted.clear();
+    this.#served += 1;
   }
 
   /** The shell: picks the path for the desired entry and turns whatever happened into an outcome. */
   async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
     const entry = this.#o.desired.get(deploymentId);
     const log = this.#logFor(deploymentId, entry);
+    const served = this.#served;
     try {
       if (
         !entry ||
@@ -142,9 +147,9 @@ export class Reconciler {
         return { result: 'done', detail: 'deleted' };
       }
       if (entry.kind === 'invalid') throw new TerminalError(Reason.RenderInvalid, entry.message);
-      return await this.#converge(deploymentId, entry, log, signal);
+      return await this.#converge(deploymentId, entry, served, log, signal);
     } catch (error) {
-      return this.#failed(deploymentId, entry, error, log, signal);
+      return this.#failed(deploymentId, entry, served, error, log, signal);
     }
   }
 
@@ -152,12 +157,14 @@ export class Reconciler {
   async #converge(
     deploymentId: string,
     entry: PresentEntry,
+    served: number,
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<ReconcileOutcome> {
     const { target } = entry;
     const revisionId = revisionOf(entry);
-    const attempted = this.#attempted.get(deploymentId);
+    const lastAttempt = this.#attempted.get(deploymentId);
+    const attempted = lastAttempt?.served === this.#served ? lastAttempt : undefined;
     // A failed revision is not rolled out or reported again; if its objects were applied, a hand
     // edit of them is still undone (as Argo CD's self-heal and Flux do, whatever the health).
     const repairOnly = target.settled !== undefined && attempted?.fingerprint === entry.fingerprint;
@@ -220,7 +227,7 @@ export class Reconciler {
       },
       logIn,
     );
-    this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true });
+    this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true, served });
     return status.revisionStatus === 'DEPLOYING'
       ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
       : { result: 'done', detail: 'ok' };
@@ -399,6 +406,7 @@ export class Reconciler {
   async #failed(
     deploymentId: string,
     entry: DesiredEntry | undefined,
+    served: number,
     error: unknown,
     log: Logger,
     signal: AbortSignal | undefined,
@@ -428,7 +436,7 @@ export class Reconciler {
       return { result: 'retry', error };
     }
     if (entry?.kind === 'present')
-      this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false });
+      this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false, served });
     return { result: 'terminal', error: terminal };
   }
 

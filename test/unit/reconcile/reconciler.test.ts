@@ -62,7 +62,7 @@ function world(target: Target = fresh) {
     return sent.flatMap((batch) => batch.reports);
   };
   const reconcile = (signal?: AbortSignal) => reconciler.reconcile(deployment.id, signal);
-  return { cluster, reconcile, reported, events };
+  return { cluster, reconciler, reconcile, reported, events };
 }
 
 const writes = (calls: readonly { verb: string }[]) =>
@@ -180,5 +180,21 @@ describe('the reconciler at the edges (in memory)', () => {
       (await cluster.list('Secret', { labelSelector: `${LABEL_DEPLOYMENT_ID}=${deployment.id}` })).length,
     ).toBe(0);
     expect(cluster.calls.filter((c) => c.dryRun).map((c) => c.kind)).toContain('Deployment');
+  });
+
+  it('a verdict reached while the served namespaces changed is not final: tried again under the new ones', async () => {
+    const { cluster, reconciler, reconcile } = world(failed);
+    let refusals = 1;
+    cluster.before = ({ verb, kind, dryRun }) => {
+      if (verb === 'apply' && kind === 'Deployment' && dryRun && refusals-- > 0) {
+        // The poller saw the listener's namespaces change while this reconcile ran; its
+        // requeue of every deployment is handled after this reconcile ends.
+        reconciler.namespacesChanged();
+        throw new KubeApiError({ verb: 'apply', kind, status: 422, reason: 'Invalid' });
+      }
+    };
+    expect((await reconcile()).result).toBe('terminal');
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
   });
 });
