@@ -8,9 +8,26 @@ export type DockerEndpoint =
   | { readonly kind: 'unix'; readonly socketPath: string; readonly uri: string }
   | { readonly kind: 'tcp'; readonly host: string; readonly port: number; readonly uri: string };
 
+/**
+ * What the probe found: an engine, and whether the k3s image is in its local store (no registry
+ * it could pull from is reachable everywhere: podman's Docker-compatible socket answers on
+ * machines that have only their own images).
+ */
 export type DockerProbe =
-  | { readonly answered: true; readonly endpoint: string }
+  | {
+      readonly answered: true;
+      readonly endpoint: string;
+      readonly k3sImage: string;
+      readonly k3sImagePresent: boolean;
+    }
   | { readonly answered: false; readonly why: string };
+
+/** The k3s image the suite runs, unless K8S_LISTENER_K3S_IMAGE names another. */
+export const DEFAULT_K3S_IMAGE = 'rancher/k3s:v1.34.4-k3s1';
+
+export function k3sImageOf(env: Env): string {
+  return env.K8S_LISTENER_K3S_IMAGE ?? DEFAULT_K3S_IMAGE;
+}
 
 export type ClusterChoice =
   | { readonly kind: 'existing'; readonly kubeconfigPath: string; readonly reason: string }
@@ -69,10 +86,16 @@ export function chooseCluster(env: Env, docker: DockerProbe): ClusterChoice {
       reason: 'cluster: the local control plane built by the project (K8S_LISTENER_NO_DOCKER=1)',
     };
   }
-  if (docker.answered) {
+  if (docker.answered && docker.k3sImagePresent) {
     return {
       kind: 'k3s',
       reason: `cluster: k3s in a container through testcontainers (a Docker engine answered at ${docker.endpoint})`,
+    };
+  }
+  if (docker.answered) {
+    return {
+      kind: 'local',
+      reason: `cluster: the local control plane built by the project (a Docker engine answered at ${docker.endpoint}, but the image ${docker.k3sImage} is not in its local store)`,
     };
   }
   return {

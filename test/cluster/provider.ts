@@ -14,6 +14,7 @@ import {
   dockerDisabled,
   dockerEndpoints,
   type Env,
+  k3sImageOf,
 } from './clusterChoice.ts';
 import { ensureClusterBinaries, startLocalCluster } from './localCluster.ts';
 
@@ -27,21 +28,21 @@ export interface ProvidedCluster {
 
 const PING_TIMEOUT_MS = 2_000;
 
-/** GET /_ping: any HTTP answer means an engine listens (a TLS-only engine answers 400). */
-function ping(endpoint: DockerEndpoint): Promise<string | undefined> {
+/** GET a path of the engine's API: its status code, or why there was none. */
+function engineGet(endpoint: DockerEndpoint, path: string): Promise<number | string> {
   return new Promise((resolve) => {
     const target =
       endpoint.kind === 'unix'
         ? { socketPath: endpoint.socketPath }
         : { host: endpoint.host, port: endpoint.port };
-    const req = request({ ...target, path: '/_ping', timeout: PING_TIMEOUT_MS }, (response) => {
+    const req = request({ ...target, path, timeout: PING_TIMEOUT_MS }, (response) => {
       response.resume();
-      resolve(undefined);
+      resolve(response.statusCode ?? 0);
     });
-    req.on('error', (error) => resolve(`${endpoint.uri} did not answer /_ping (${error.message})`));
+    req.on('error', (error) => resolve(`${endpoint.uri} did not answer ${path} (${error.message})`));
     req.on('timeout', () => {
       req.destroy();
-      resolve(`${endpoint.uri} did not answer /_ping within ${PING_TIMEOUT_MS} ms`);
+      resolve(`${endpoint.uri} did not answer ${path} within ${PING_TIMEOUT_MS} ms`);
     });
     req.end();
   });
@@ -59,9 +60,15 @@ export async function probeDocker(env: Env): Promise<DockerProbe> {
       if (env.DOCKER_HOST) failures.push(`DOCKER_HOST=${endpoint.uri} names no socket`);
       continue;
     }
-    const failure = await ping(endpoint);
-    if (failure === undefined) return { answered: true, endpoint: endpoint.uri };
-    failures.push(failure);
+    // Any HTTP answer to /_ping means an engine listens (a TLS-only engine answers 400).
+    const ping = await engineGet(endpoint, '/_ping');
+    if (typeof ping === 'string') {
+      failures.push(ping);
+      continue;
+    }
+    const k3sImage = k3sImageOf(env);
+    const inspect = await engineGet(endpoint, `/images/${k3sImage}/json`);
+    return { answered: true, endpoint: endpoint.uri, k3sImage, k3sImagePresent: inspect === 200 };
   }
   if (failures.length > 0) return { answered: false, why: failures.join('; ') };
   return { answered: false, why: 'DOCKER_HOST is not set and no Docker socket exists' };
@@ -70,7 +77,7 @@ export async function probeDocker(env: Env): Promise<DockerProbe> {
 async function startK3s(binDir: string | undefined, env: Env): Promise<ProvidedCluster> {
   // Imported only here, after an engine answered: testcontainers needs one as soon as it is used.
   const { K3sContainer } = await import('@testcontainers/k3s');
-  const container = await new K3sContainer(env.K8S_LISTENER_K3S_IMAGE ?? 'rancher/k3s:v1.34.4-k3s1').start();
+  const container = await new K3sContainer(k3sImageOf(env)).start();
   const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-k3s-'));
   const kubeconfigPath = join(dir, 'kubeconfig');
   await writeFile(kubeconfigPath, container.getKubeConfig(), { mode: 0o600 });

@@ -11,7 +11,12 @@ import { chooseCluster, type DockerProbe, dockerEndpoints, type Env } from '../.
 import { probeDocker } from '../../cluster/provider.ts';
 
 const run = promisify(execFile);
-const answered: DockerProbe = { answered: true, endpoint: 'unix:///var/run/docker.sock' };
+const answered: DockerProbe = {
+  answered: true,
+  endpoint: 'unix:///var/run/docker.sock',
+  k3sImage: 'rancher/k3s:v1.34.4-k3s1',
+  k3sImagePresent: true,
+};
 const silent: DockerProbe = { answered: false, why: 'DOCKER_HOST is not set and no Docker socket exists' };
 
 describe('chooseCluster', () => {
@@ -43,6 +48,13 @@ describe('chooseCluster', () => {
       answered,
       'k3s',
       'cluster: k3s in a container through testcontainers (a Docker engine answered at unix:///var/run/docker.sock)',
+    ],
+    [
+      'Docker answers without the k3s image (it could not be pulled)',
+      { DOCKER_HOST: 'unix:///tmp/podman.sock' },
+      { ...answered, endpoint: 'unix:///tmp/podman.sock', k3sImagePresent: false },
+      'local',
+      'cluster: the local control plane built by the project (a Docker engine answered at unix:///tmp/podman.sock, but the image rancher/k3s:v1.34.4-k3s1 is not in its local store)',
     ],
     [
       'Docker answers but is switched off',
@@ -92,9 +104,11 @@ describe('probeDocker', () => {
   let server: Server;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'k8s-listener-docker-probe-'));
-    // Only the probe's request is answered here: /_ping, as an engine does.
+    // Only the probe's requests are answered here, as an engine does: /_ping, and the inspection
+    // of one image held locally (any other is not there).
     server = createServer((request, response) => {
-      response.writeHead(request.url === '/_ping' ? 200 : 404).end('OK');
+      const known = request.url === '/_ping' || request.url === '/images/held/k3s:1/json';
+      response.writeHead(known ? 200 : 404).end('OK');
     });
     await new Promise<void>((resolve) => server.listen(join(dir, 'docker.sock'), resolve));
   });
@@ -105,9 +119,19 @@ describe('probeDocker', () => {
 
   it('finds an engine on a socket that answers, and says why when none does', async () => {
     const socket = join(dir, 'docker.sock');
+    expect(
+      await probeDocker({ DOCKER_HOST: `unix://${socket}`, K8S_LISTENER_K3S_IMAGE: 'held/k3s:1' }),
+    ).toEqual({
+      answered: true,
+      endpoint: `unix://${socket}`,
+      k3sImage: 'held/k3s:1',
+      k3sImagePresent: true,
+    });
     expect(await probeDocker({ DOCKER_HOST: `unix://${socket}` })).toEqual({
       answered: true,
       endpoint: `unix://${socket}`,
+      k3sImage: 'rancher/k3s:v1.34.4-k3s1',
+      k3sImagePresent: false,
     });
     expect(await probeDocker({ DOCKER_HOST: `unix://${socket}`, K8S_LISTENER_NO_DOCKER: '1' })).toEqual({
       answered: false,
