@@ -179,7 +179,10 @@ export class KubeClient {
    * when running in a Pod, else the default kubeconfig ($KUBECONFIG, ~/.kube/config).
    */
   static async fromKubeconfig(path: string | undefined, options: KubeClientOptions): Promise<KubeClient> {
-    return KubeClient.fromConnection(await loadKubeconfig({ path }), options);
+    const connection = await loadKubeconfig({ path });
+    // Which credentials were picked is the first question when a pod cannot reach the API server.
+    options.logger.info({ server: connection.server, source: connection.source }, 'kubernetes API server');
+    return KubeClient.fromConnection(connection, options);
   }
 
   /** A client for a cluster connection (server, TLS trust and rotating credentials). */
