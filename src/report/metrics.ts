@@ -67,7 +67,13 @@ const RECONCILE_TIME_BUCKETS = [
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): AgentMetrics {
   const registry = new Registry();
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: 'k8s_listener_' });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix: 'k8s_listener_' });
+    // Gauges named like counters (Prometheus's lint, `promtool check metrics`, refuses them); the
+    // same counts by type remain, in k8s_listener_nodejs_active_{handles,requests,resources}.
+    for (const total of ['active_handles_total', 'active_requests_total', 'active_resources_total'])
+      registry.removeSingleMetric(`k8s_listener_nodejs_${total}`);
+  }
   const registers = [registry];
   const deployingSince = new Map<string, number>();
   new Gauge({

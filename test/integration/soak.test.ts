@@ -161,8 +161,8 @@ function snapshot(families: Map<string, MetricFamily>): Snapshot {
   return {
     heapUsed: sum(families, 'k8s_listener_nodejs_heap_size_used_bytes'),
     rss: sum(families, 'k8s_listener_process_resident_memory_bytes'),
-    handles: sum(families, 'k8s_listener_nodejs_active_handles_total'),
-    resources: sum(families, 'k8s_listener_nodejs_active_resources_total'),
+    handles: sum(families, 'k8s_listener_nodejs_active_handles'),
+    resources: sum(families, 'k8s_listener_nodejs_active_resources'),
     resourcesByType: byType,
     polls: sum(families, 'k8s_listener_polls_total'),
     depth: sum(families, 'workqueue_depth'),

@@ -1,5 +1,5 @@
-// Every PromQL expression of deploy/monitoring/ (dashboard panels and variables, alert rules),
-// each with where it came from, for the tests that hold them to the agent's metrics.
+// The monitoring files of deploy/monitoring/, read: the dashboard's PromQL expressions (panels and
+// variables), each with where it came from, and the PrometheusRule.
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
@@ -73,10 +73,4 @@ export function dashboardQueries(dashboard: Dashboard = readDashboard()): Query[
     });
   }
   return queries;
-}
-
-export function ruleQueries(rules: RuleFile = readRules()): Query[] {
-  return rules.spec.groups.flatMap((group) =>
-    group.rules.map((rule) => ({ source: `rule ${rule.alert ?? rule.record}`, expr: rule.expr })),
-  );
 }
