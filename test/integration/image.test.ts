@@ -25,10 +25,11 @@ import {
   podman,
   startPodmanService,
 } from '../support/containerEngine.ts';
+import { docBlock, shellCommands } from '../support/docBlocks.ts';
 
 const run = promisify(execFile);
 const CHART = new URL('../../charts/k8s-listener', import.meta.url).pathname;
-const TAG = 'k8s-listener:test';
+const TAG = 'k8s-listener:dev';
 const RELEASE = 'agent';
 const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
@@ -95,7 +96,12 @@ describe.skipIf(missing.length > 0)('the image, run as the chart’s pod runs it
   beforeAll(async () => {
     const kubeconfigPath = inject('kubeconfigPath');
     const binDir = inject('clusterBinDir');
-    buildReport = (await buildImage(TAG)).report;
+    // The command of docs/image.md, as a reader runs it.
+    const command = await docBlock('docs/image.md', 'Build it without Docker');
+    expect(shellCommands(command)).toEqual(['npm run image']);
+    const built = await buildImage(command);
+    expect(built.tag).toBe(TAG);
+    buildReport = built.report;
     work = await mkdtemp(join(tmpdir(), 'k8s-listener-image-'));
     service = await startPodmanService(join(work, 'podman.sock'));
     // testcontainers reads these when first used: podman's socket, and no Ryuk (its image

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
-const BUILD = new URL('../image/build.sh', import.meta.url).pathname;
+const ROOT = new URL('../..', import.meta.url).pathname;
 const TOOLS = ['buildah', 'podman', 'runc', 'mmdebstrap'] as const;
 
 /** The tools the image tests need that this machine lacks (`.ci/run` installs them). */
@@ -28,13 +28,17 @@ export function containerEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.Proce
   };
 }
 
-/** Builds the repository's Dockerfile with test/image/build.sh; returns the tag and its report. */
-export async function buildImage(tag: string): Promise<{ tag: string; report: string }> {
-  const { stdout, stderr } = await run('bash', [BUILD, tag], {
+/**
+ * Builds the repository's Dockerfile by `command` (docs/image.md's, which runs
+ * test/image/build.sh); returns the tag (its last line) and what it reported (size, layers).
+ */
+export async function buildImage(command: string): Promise<{ tag: string; report: string }> {
+  const { stdout, stderr } = await run('bash', ['-c', command], {
+    cwd: ROOT,
     env: containerEnv(),
     maxBuffer: 64 * 1024 * 1024,
   });
-  return { tag: stdout.trim().split('\n').at(-1) ?? tag, report: stderr };
+  return { tag: stdout.trim().split('\n').at(-1) ?? '', report: stderr };
 }
 
 /** `podman <args>` with the project's store. */
