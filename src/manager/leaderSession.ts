@@ -8,12 +8,22 @@ import { EventRecorder, type KubeClient, OwnedObjectWatcher } from '../kube/inde
 import { ObjectCache } from '../kube/objectCache.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
-import { InventoryStore } from '../reconcile/inventoryStore.ts';
+import { InventoryStore, inventoryName } from '../reconcile/inventoryStore.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import { Poller } from '../reconcile/poller.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { Reconciler } from '../reconcile/reconciler.ts';
 import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
+import {
+  changedSuspensions,
+  describeSuspension,
+  NO_SUSPENSIONS,
+  observedAnnotation,
+  readSuspensions,
+  SUSPENSIONS_CONFIGMAP,
+  type Suspensions,
+  suspensionOf,
+} from '../reconcile/suspensions.ts';
 import { OBSERVED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
 import { WorkQueue } from '../reconcile/workQueue.ts';
 import type { RenderConfig } from '../render/index.ts';
@@ -52,6 +62,7 @@ interface Parts {
   readonly cache: ObjectCache;
   readonly reconciler: Reconciler;
   readonly poller: Poller;
+  readonly events: EventRecorder;
   /**
    * The watchers of each namespace (owned objects; pods): a namespace added to the listener gets
    * its own at once.
@@ -67,6 +78,8 @@ export class LeaderSession {
   /** Namespaces whose inventories are loaded and whose objects are watched. */
   #served: string[] = [];
   #lastLoopAt = Date.now();
+  /** What operators suspended, as last read (before the first reconcile, then at each poll). */
+  #suspensions: Suspensions = NO_SUSPENSIONS;
 
   constructor(options: LeaderSessionOptions) {
     this.#o = options;
@@ -105,6 +118,9 @@ export class LeaderSession {
       this.#listener = await recordVersion(this.#o.controlPlane, this.#listener, this.#log);
       // Before the first poll: which deployments have objects here (for deletions and the guard).
       if (!(await this.#loadInventories(parts.inventories, signal))) return;
+      // Before the first reconcile too: a suspended deployment is not applied after a restart.
+      if (!(await this.#loadSuspensions(signal))) return;
+      this.#countSuspended(parts);
       // The workers get the lease's signal only: a graceful stop lets in-flight work finish.
       parts.queue.start(
         reconcileWorker({
@@ -195,6 +211,7 @@ export class LeaderSession {
       listener: () => this.#listener,
       allowedNamespaces: this.#o.allowedNamespaces,
       digestKey,
+      suspension: (id) => suspensionOf(this.#suspensions, id),
     });
     const poller = new Poller({
       client: this.#o.controlPlane,
@@ -207,7 +224,7 @@ export class LeaderSession {
       logger: this.#o.logger,
       config,
     });
-    return { desired, inventories, reporter, queue, cache, reconciler, poller, watchers: new Map() };
+    return { desired, inventories, reporter, queue, cache, reconciler, poller, events, watchers: new Map() };
   }
 
   /** The digest key, made on the first start; retried (a permission is the usual cause, logged). */
@@ -223,6 +240,115 @@ export class LeaderSession {
       await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
     }
     return undefined;
+  }
+
+  #readSuspensions(signal: AbortSignal): Promise<Suspensions> {
+    return this.#o.kube
+      .get(
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          namespace: this.#o.agentNamespace,
+          name: SUSPENSIONS_CONFIGMAP,
+        },
+        { signal },
+      )
+      .then((configMap) => readSuspensions(configMap, this.#listener.id));
+  }
+
+  /** The suspensions before the first reconcile, retrying; false when the signal ended it. */
+  async #loadSuspensions(signal: AbortSignal): Promise<boolean> {
+    for (let attempt = 1; !signal.aborted; attempt++) {
+      try {
+        this.#suspensions = await this.#readSuspensions(signal);
+        if (this.#suspensions.listener)
+          this.#log.warn({ suspension: this.#suspensions.listener }, 'the whole listener is suspended');
+        return true;
+      } catch (error) {
+        if (signal.aborted) return false;
+        this.#log.warn({ err: error, attempt }, 'reading the suspensions failed; retrying');
+        await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
+      }
+    }
+    return false;
+  }
+
+  #countSuspended(parts: Parts): void {
+    const ids = new Set([...parts.desired.ids(), ...parts.inventories.deploymentIds()]);
+    const suspended = [...ids].filter((id) => suspensionOf(this.#suspensions, id) !== undefined).length;
+    this.#o.metrics.suspendedDeployments.set(suspended);
+    this.#o.metrics.listenerSuspended.set(this.#suspensions.listener ? 1 : 0);
+  }
+
+  /**
+   * Re-reads the suspensions: each deployment whose suspension changed is told (log, Event) and
+   * reconciled, then the generation read is acknowledged, so that `suspend` returns once the agent
+   * has stopped applying. A failed read keeps the last one (logged): nothing is resumed by error.
+   */
+  async #followSuspensions(parts: Parts, signal: AbortSignal): Promise<void> {
+    let fresh: Suspensions;
+    try {
+      fresh = await this.#readSuspensions(signal);
+    } catch (error) {
+      if (!signal.aborted)
+        this.#log.warn({ err: error }, 'reading the suspensions failed; keeping the last read');
+      return;
+    }
+    const before = this.#suspensions;
+    this.#suspensions = fresh;
+    const ids = new Set([...parts.desired.ids(), ...parts.inventories.deploymentIds()]);
+    for (const id of changedSuspensions(before, fresh, ids)) {
+      const now = suspensionOf(fresh, id);
+      const placement = parts.inventories.get(id)[0];
+      const note = now ? describeSuspension(now) : 'resumed: the agent applies and prunes it again';
+      deploymentLogger(this.#log, { deploymentId: id }).warn(
+        { suspended: now !== undefined },
+        `deployment ${note}`,
+      );
+      // On its inventory ConfigMap (where `status DEPLOYMENT` finds its Events), else on the
+      // suspensions ConfigMap.
+      await parts.events.record(
+        placement
+          ? { apiVersion: 'v1', kind: 'ConfigMap', namespace: placement.namespace, name: inventoryName(id) }
+          : {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              namespace: this.#o.agentNamespace,
+              name: SUSPENSIONS_CONFIGMAP,
+            },
+        {
+          type: now ? 'Warning' : 'Normal',
+          reason: now ? 'Suspended' : 'Resumed',
+          note: `deployment ${id} ${note}`,
+        },
+      );
+      parts.queue.add(id);
+    }
+    if ((before.listener === undefined) !== (fresh.listener === undefined))
+      this.#log.warn(
+        { suspension: fresh.listener },
+        fresh.listener ? 'the whole listener is suspended' : 'the listener is resumed',
+      );
+    this.#countSuspended(parts);
+    await this.#acknowledge(fresh, signal);
+  }
+
+  /** Says which generation of the suspensions is in effect: `suspend` and `resume` wait for it. */
+  async #acknowledge(suspensions: Suspensions, signal: AbortSignal): Promise<void> {
+    if (suspensions.generation === suspensions.acknowledged) return;
+    const ref = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: this.#o.agentNamespace,
+      name: SUSPENSIONS_CONFIGMAP,
+    };
+    const annotations = { [observedAnnotation(this.#listener.id)]: String(suspensions.generation) };
+    try {
+      await this.#o.kube.mergePatch(ref, { metadata: { annotations } }, { signal });
+    } catch (error) {
+      if (!signal.aborted)
+        this.#log.warn({ err: error }, 'acknowledging the suspensions failed; retrying at the next poll');
+    }
   }
 
   /** Loads the inventories of the registered namespaces, retrying; false when the signal ended it. */
@@ -291,6 +417,7 @@ export class LeaderSession {
 
   async #pollOnce(parts: Parts, signal: AbortSignal): Promise<void> {
     try {
+      await this.#followSuspensions(parts, signal);
       // Every deployment is judged again against the namespaces the listener has now.
       if (await this.#followListener(parts, signal)) {
         parts.reconciler.namespacesChanged();

@@ -5,7 +5,7 @@
 import type { Reason } from '../report/rolloutStatus.ts';
 
 /** Why a reconcile that needs nothing more was done (the `result` label of its duration). */
-export type DoneDetail = 'ok' | 'deleted' | 'settled';
+export type DoneDetail = 'ok' | 'deleted' | 'settled' | 'suspended';
 
 export type ReconcileOutcome =
   | { readonly result: 'done'; readonly detail: DoneDetail }

@@ -61,6 +61,7 @@ import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
 import { type ReconcileOutcome, TerminalError } from './outcome.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
+import type { ActiveSuspension } from './suspensions.ts';
 
 /** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
 export type ReconcilerKube = KubeReader & KubeWriter;
@@ -85,6 +86,8 @@ export interface ReconcilerOptions {
    * tests), every read is a request.
    */
   readonly cache?: Pick<ObjectCache, 'get' | 'written' | 'byLabel' | 'isSynced' | 'checked' | 'isSlim'>;
+  /** An operator's suspension in effect for a deployment (see suspensions.ts); absent: none. */
+  readonly suspension?: ((deploymentId: string) => ActiveSuspension | undefined) | undefined;
 }
 
 const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
@@ -138,14 +141,19 @@ export class Reconciler {
     const log = this.#logFor(deploymentId, entry);
     const served = this.#served;
     try {
+      const suspension = this.#o.suspension?.(deploymentId);
       if (
         !entry ||
         entry.kind === 'gone' ||
         (entry.kind === 'present' && entry.deployment.status === 'AWAITING_DELETE')
       ) {
+        // Deleted in the control plane while suspended: pruned after the resume (its entry stays).
+        if (entry && suspension) return { result: 'done', detail: 'suspended' };
         if (entry) await this.#deleteDeployment(deploymentId, log, signal);
         return { result: 'done', detail: 'deleted' };
       }
+      if (suspension && entry.kind === 'present')
+        return await this.#suspended(deploymentId, entry, log, signal);
       if (entry.kind === 'invalid') throw new TerminalError(Reason.RenderInvalid, entry.message);
       return await this.#converge(deploymentId, entry, served, log, signal);
     } catch (error) {
@@ -186,6 +194,8 @@ export class Reconciler {
       await this.#checkReferences(deploymentId, objects, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
       await this.#dryRunChange(steps, recorded?.specHash !== specHash, signal);
+      // Suspended while this reconcile ran: nothing is written from here on (the next look reports).
+      if (this.#o.suspension?.(deploymentId)) return { result: 'requeue', afterMs: 0 };
       await this.#recordAhead(namespace, previous, next, signal);
       applied = await this.#apply(steps, logIn, signal);
     } finally {
@@ -231,6 +241,49 @@ export class Reconciler {
     return status.revisionStatus === 'DEPLOYING'
       ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
       : { result: 'done', detail: 'ok' };
+  }
+
+  /**
+   * A suspended deployment: nothing is applied, pruned or recorded, and its rollout is still
+   * reported — for the revision the agent last applied, read from the live objects (a newer
+   * revision waits for the resume, and is not said to be deployed).
+   */
+  async #suspended(
+    deploymentId: string,
+    entry: PresentEntry,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileOutcome> {
+    const revisionId = revisionOf(entry);
+    const { namespace, objects, statusNotes } = this.#render(entry);
+    const recorded = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
+    if (recorded?.revisionId !== revisionId) return { result: 'done', detail: 'suspended' };
+    const reads = await Promise.all(objects.map((object) => this.#read(refOf(object), signal)));
+    const live = new Map<string, LiveKubeObject>();
+    for (const [i, object] of objects.entries()) {
+      const found = reads[i];
+      if (found) live.set(entryId(entryOf(object)), found);
+    }
+    const status = withStatusNotes(
+      await this.#rollout(deploymentId, namespace, objects, live, signal),
+      statusNotes,
+    );
+    await this.#report.status(
+      {
+        deploymentId,
+        revisionId,
+        status,
+        main: [...live.values()].find(
+          (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
+        ),
+        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+        justApplied: false,
+      },
+      withDeploymentFields(log, { namespace }),
+    );
+    return status.revisionStatus === 'DEPLOYING'
+      ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
+      : { result: 'done', detail: 'suspended' };
   }
 
   /** Every line about this deployment carries its id, and its revision and namespace once known. */

@@ -25,6 +25,10 @@ export interface AgentMetrics {
   readonly statusReports: Counter<'result'>;
   readonly pruneRefusals: Counter;
   readonly inventoriesRejected: Counter;
+  /** Deployments the agent neither applies nor prunes: suspended, each or by their listener. */
+  readonly suspendedDeployments: Gauge;
+  /** 1 while the whole listener is suspended. */
+  readonly listenerSuspended: Gauge;
   readonly objectsPruned: Counter;
   readonly objectsApplied: Counter<'kind'>;
   /** Since when each deployment's current revision is DEPLOYING (epoch ms), for the age gauge. */
@@ -247,6 +251,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
     inventoriesRejected: new Counter({
       name: 'k8s_listener_inventories_rejected_total',
       help: 'Inventory ConfigMaps that do not hold together, ignored for pruning',
+      registers,
+    }),
+    suspendedDeployments: new Gauge({
+      name: 'k8s_listener_suspended_deployments',
+      help: 'Deployments the agent neither applies nor prunes: suspended by an operator, each or by their listener',
+      registers,
+    }),
+    listenerSuspended: new Gauge({
+      name: 'k8s_listener_listener_suspended',
+      help: '1 while the whole listener is suspended by an operator',
       registers,
     }),
     objectsPruned: new Counter({
