@@ -9,6 +9,8 @@ Commands:
   check      preflight: configuration, control plane, listener, namespaces, permissions, version
   diff       what run would change: a unified diff per object (dry-run apply), and the prunes
   render     print the Kubernetes objects of one deployment as YAML
+  suspend    take a deployment (or --all) out of the agent's hands: neither applied nor pruned
+  resume     give a suspended deployment (or --all) back to the agent
   emulator   run the control-plane emulator
   version    print the version
 
@@ -23,6 +25,8 @@ const commands: Record<string, () => Promise<Command>> = {
   check: async () => (await import('./check.ts')).runCheckCommand,
   diff: async () => (await import('./diff.ts')).runDiffCommand,
   render: async () => (await import('./render.ts')).runRenderCommand,
+  suspend: async () => (await import('./suspend.ts')).runSuspendCommand,
+  resume: async () => (await import('./suspend.ts')).runResumeCommand,
   emulator: async () => (await import('./emulator.ts')).runEmulatorCommand,
   version: async () => async () => {
     process.stdout.write(`${(await import('../version.ts')).AGENT_VERSION}\n`);

@@ -6,6 +6,7 @@ import { resourceTypeOf } from '../kube/resources.ts';
 import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';
 import type { RenderConfig } from '../render/renderConfig.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
+import { SUSPENSIONS_CONFIGMAP } from './suspensions.ts';
 import { OBSERVED_KINDS, WATCHED_KINDS } from './watchedKinds.ts';
 
 export interface RequiredAccess {
@@ -140,7 +141,8 @@ export function qualifiedResource(access: Pick<RequiredAccess, 'group' | 'resour
 
 /**
  * What the agent needs in its own namespace: its digest key Secret, read by name and made on the
- * first start (RBAC cannot name an object before it exists, so create is for any Secret there).
+ * first start (RBAC cannot name an object before it exists, so create is for any Secret there), and
+ * the suspensions ConfigMap (likewise).
  */
 export function agentNamespaceAccess(): RequiredAccess[] {
   return [
@@ -151,6 +153,19 @@ export function agentNamespaceAccess(): RequiredAccess[] {
       name: DIGEST_KEY_SECRET,
       verbs: ['get'],
       why: 'the digest key of spec hashes and config checksums',
+    },
+    {
+      group: '',
+      resource: 'configmaps',
+      verbs: ['create'],
+      why: 'suspensions, made by the first suspend command run in the agent pod',
+    },
+    {
+      group: '',
+      resource: 'configmaps',
+      name: SUSPENSIONS_CONFIGMAP,
+      verbs: ['get', 'patch'],
+      why: 'suspensions: read at each poll and acknowledged by the leader',
     },
   ];
 }

@@ -24,11 +24,13 @@ import {
   type ObservedObject,
   objectStatusRows,
   type StatusRow,
+  withSuspension,
 } from '../report/statusView.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore } from './inventoryStore.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
+import { readSuspensions, SUSPENSIONS_CONFIGMAP, suspensionOf } from './suspensions.ts';
 import { chooseTarget } from './target.ts';
 
 export interface StatusSources {
@@ -265,10 +267,39 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
       claims: deploymentClaims,
     });
   }
-  return observations.sort(
-    (a, b) =>
-      (a.row.namespace ?? '').localeCompare(b.row.namespace ?? '') || a.row.name.localeCompare(b.row.name),
+  // What operators suspended: shown over what the objects would show.
+  const suspensions = readSuspensions(
+    await kube
+      .get({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: sources.agentNamespace,
+        name: SUSPENSIONS_CONFIGMAP,
+      })
+      .catch((error: unknown) => {
+        throw new StatusCollectError(sources.agentNamespace, 'the suspensions', error);
+      }),
+    listenerId,
   );
+  return observations
+    .map((o) => {
+      const active = suspensionOf(suspensions, o.row.id);
+      return active
+        ? {
+            ...o,
+            row: withSuspension(o.row, {
+              scope: active.scope,
+              by: active.by,
+              at: active.at,
+              reason: active.reason,
+            }),
+          }
+        : o;
+    })
+    .sort(
+      (a, b) =>
+        (a.row.namespace ?? '').localeCompare(b.row.namespace ?? '') || a.row.name.localeCompare(b.row.name),
+    );
 }
 
 type KindsByNamespace = Map<string, Map<string, { apiVersion: string; kind: string }>>;

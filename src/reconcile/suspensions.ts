@@ -4,7 +4,7 @@
 // changes: `k8s-listener suspend`/`resume` write it, the leader reads it at each poll and
 // acknowledges what it has taken into account.
 import { z } from 'zod';
-import type { LiveKubeObject } from '../kube/index.ts';
+import { isConflict, type KubeClient, type LiveKubeObject } from '../kube/index.ts';
 import { configMapData } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 
@@ -22,6 +22,8 @@ export const Suspension = z.strictObject({
   by: z.string().max(256),
   /** ISO time of the suspension. */
   at: z.string().max(64),
+  /** The deployment's name when it was suspended, for `resume NAME` and `status`. */
+  name: z.string().max(256).optional(),
 });
 export type Suspension = z.infer<typeof Suspension>;
 
@@ -102,6 +104,59 @@ export function changedSuspensions(before: Suspensions, after: Suspensions, ids:
 export function describeSuspension(suspension: ActiveSuspension): string {
   const scope = suspension.scope === 'listener' ? 'the whole listener suspended' : 'suspended';
   return `${scope} by ${suspension.by}${suspension.at ? ` at ${suspension.at}` : ''}${suspension.reason ? `: ${suspension.reason}` : ''}`;
+}
+
+/** One change of the suspensions: a key of the ConfigMap set to an entry, or removed (null). */
+export interface SuspensionChange {
+  readonly key: string;
+  readonly entry: Suspension | null;
+}
+
+const CHANGE_ATTEMPTS = 5;
+
+/**
+ * Writes one change and bumps the generation, as an optimistic update (the resourceVersion read is
+ * a precondition): two operators at once both land, one after the other. Returns the generation
+ * written, which the agent acknowledges once it acts on it.
+ */
+export async function changeSuspensions(
+  kube: Pick<KubeClient, 'get' | 'create' | 'mergePatch'>,
+  namespace: string,
+  change: SuspensionChange,
+  signal?: AbortSignal,
+): Promise<number> {
+  const ref = { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: SUSPENSIONS_CONFIGMAP };
+  const value = change.entry === null ? null : JSON.stringify(change.entry);
+  for (let attempt = 1; ; attempt++) {
+    const live = await kube.get(ref, { signal });
+    const generation = counter(live?.metadata.annotations[ANNOTATION_SUSPENSIONS_GENERATION]) + 1;
+    const annotations = { [ANNOTATION_SUSPENSIONS_GENERATION]: String(generation) };
+    try {
+      if (!live) {
+        await kube.create(
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: SUSPENSIONS_CONFIGMAP, namespace, labels: SUSPENSIONS_LABELS, annotations },
+            data: value === null ? {} : { [change.key]: value },
+          },
+          { signal },
+        );
+      } else {
+        await kube.mergePatch(
+          ref,
+          {
+            metadata: { resourceVersion: live.metadata.resourceVersion, annotations },
+            data: { [change.key]: value },
+          },
+          { signal },
+        );
+      }
+      return generation;
+    } catch (error) {
+      if (!isConflict(error) || attempt >= CHANGE_ATTEMPTS) throw error;
+    }
+  }
 }
 
 /** The labels of the ConfigMap the commands create. */

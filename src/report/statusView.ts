@@ -20,7 +20,7 @@ import type { StatusAnnotation } from './statusAnnotation.ts';
  * the agent has not yet applied what the control plane asks for. DRIFTED: an object was changed
  * or deleted by hand (the agent puts it back). DEPLOY_FAILED: the reason says why.
  */
-export const StatusState = z.enum(['DEPLOYED', 'DEPLOYING', 'DRIFTED', 'DEPLOY_FAILED']);
+export const StatusState = z.enum(['DEPLOYED', 'DEPLOYING', 'DRIFTED', 'DEPLOY_FAILED', 'SUSPENDED']);
 export type StatusState = z.infer<typeof StatusState>;
 
 export const WorkloadReplicas = z.object({
@@ -49,8 +49,19 @@ export const StatusRow = z.object({
   /** ISO time of the last transition, when known (null for a hand edit). */
   since: z.string().nullable(),
   workloads: z.array(WorkloadReplicas),
+  /** An operator's suspension in effect (`k8s-listener suspend`): who, when, why. */
+  suspension: z
+    .object({
+      scope: z.enum(['deployment', 'listener']),
+      by: z.string(),
+      at: z.string(),
+      reason: z.string(),
+    })
+    .nullable()
+    .optional(),
 });
 export type StatusRow = z.infer<typeof StatusRow>;
+export type RowSuspension = NonNullable<StatusRow['suspension']>;
 
 export const StatusList = z.object({
   listenerId: z.string(),
@@ -250,6 +261,24 @@ export function deriveStatusRow(input: RowInput): StatusRow {
   if (rollout.revisionStatus === 'DEPLOYING' && !(sameRevision && input.annotation?.status === 'DEPLOYED'))
     return row('DEPLOYING', rollout.reason, notedMessage(rollout.message, input.statusNotes));
   return row('DEPLOYED', Reason.Current, notedMessage('all workloads are available', input.statusNotes));
+}
+
+/**
+ * A suspended deployment shows SUSPENDED, with who, when and why, followed by what its objects
+ * would show otherwise (the agent keeps reporting its rollout while it applies nothing).
+ */
+export function withSuspension(row: StatusRow, suspension: RowSuspension | undefined): StatusRow {
+  if (!suspension) return row;
+  const who = suspension.scope === 'listener' ? 'the whole listener suspended' : 'suspended';
+  const why = suspension.reason ? `: ${suspension.reason}` : '';
+  return {
+    ...row,
+    state: 'SUSPENDED',
+    reason: 'Suspended',
+    message: `${who} by ${suspension.by}${why}; underneath ${row.state}: ${row.message}`,
+    since: suspension.at || row.since,
+    suspension,
+  };
 }
 
 /** The kstatus-style status of each object, for `status DEPLOYMENT`. */
