@@ -142,7 +142,7 @@ export function qualifiedResource(access: Pick<RequiredAccess, 'group' | 'resour
 /**
  * What the agent needs in its own namespace: its digest key Secret, read by name and made on the
  * first start (RBAC cannot name an object before it exists, so create is for any Secret there), and
- * the suspensions ConfigMap (likewise).
+ * the suspensions ConfigMap by name (the chart makes it).
  */
 export function agentNamespaceAccess(): RequiredAccess[] {
   return [
@@ -153,12 +153,6 @@ export function agentNamespaceAccess(): RequiredAccess[] {
       name: DIGEST_KEY_SECRET,
       verbs: ['get'],
       why: 'the digest key of spec hashes and config checksums',
-    },
-    {
-      group: '',
-      resource: 'configmaps',
-      verbs: ['create'],
-      why: 'suspensions, made by the first suspend command run in the agent pod',
     },
     {
       group: '',

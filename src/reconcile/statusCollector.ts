@@ -28,7 +28,7 @@ import {
 } from '../report/statusView.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
-import { InventoryStore } from './inventoryStore.ts';
+import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
 import { readSuspensions, SUSPENSIONS_CONFIGMAP, suspensionOf } from './suspensions.ts';
 import { chooseTarget } from './target.ts';
@@ -451,6 +451,8 @@ async function eventsOf(kube: KubeClient, namespace: string, found: Observation)
     ...found.claims.map((c) => `PersistentVolumeClaim/${c.metadata.name}`),
     ...pods.map((p) => `Pod/${p.metadata.name}`),
     ...replicaSets.map((r) => `ReplicaSet/${r.metadata.name}`),
+    // The inventory: where the agent tells what concerns the whole deployment (suspended, resumed).
+    `ConfigMap/${inventoryName(found.row.id)}`,
   ]);
   return events
     .map(eventRow)

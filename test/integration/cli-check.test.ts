@@ -152,7 +152,7 @@ describe('k8s-listener check', () => {
       [
         ownNamespace,
         // As the chart grants it: create any Lease, get and update only the agent's own; make
-        // its digest key, and read it by name.
+        // its digest key, and read it by name; read and acknowledge the suspensions.
         [
           { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
           {
@@ -167,6 +167,12 @@ describe('k8s-listener check', () => {
             resources: ['secrets'],
             resourceNames: ['k8s-listener-digest-key'],
             verbs: ['get'],
+          },
+          {
+            apiGroups: [''],
+            resources: ['configmaps'],
+            resourceNames: ['k8s-listener-suspensions'],
+            verbs: ['get', 'patch'],
           },
         ],
       ],

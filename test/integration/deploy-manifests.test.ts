@@ -101,11 +101,13 @@ describe('deploy/kustomize', () => {
 
   it('builds the example overlay: the agent in its namespace, RBAC in each watched namespace, the image tag', () => {
     // The ConfigMap's name carries a hash of its content (hidden here to compare the rest).
-    expect(overlay.find((o) => o.kind === 'ConfigMap')?.metadata.name).toMatch(/^k8s-listener-[a-z0-9]{10}$/);
+    const hashed = (o: { kind: string; metadata: { name: string } }) =>
+      o.kind === 'ConfigMap' && o.metadata.name !== 'k8s-listener-suspensions';
+    expect(overlay.find(hashed)?.metadata.name).toMatch(/^k8s-listener-[a-z0-9]{10}$/);
     const where = overlay
       .map(
         (o) =>
-          `${o.kind}/${o.metadata.namespace ?? ''}/${o.kind === 'ConfigMap' ? 'k8s-listener-<hash>' : o.metadata.name}`,
+          `${o.kind}/${o.metadata.namespace ?? ''}/${hashed(o) ? 'k8s-listener-<hash>' : o.metadata.name}`,
       )
       .sort();
     expect(where).toEqual(
@@ -117,6 +119,9 @@ describe('deploy/kustomize', () => {
         'RoleBinding/platform-agents/k8s-listener-leader-election',
         'Role/platform-agents/k8s-listener-digest-key',
         'RoleBinding/platform-agents/k8s-listener-digest-key',
+        'ConfigMap/platform-agents/k8s-listener-suspensions',
+        'Role/platform-agents/k8s-listener-suspensions',
+        'RoleBinding/platform-agents/k8s-listener-suspensions',
         'Service/platform-agents/k8s-listener-metrics',
         'ServiceAccount/platform-agents/k8s-listener',
         'Role/team-a/k8s-listener',

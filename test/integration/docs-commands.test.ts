@@ -152,6 +152,23 @@ describe('operator commands of README.md, docs/operating.md and docs/architectur
     }
   });
 
+  it('the suspend block of docs/operating.md: suspended, shown, resumed', async () => {
+    const commands = shellCommands(await docBlock('docs/operating.md', '`k8s-listener suspend`'));
+    expect(commands.map((c) => c.split(' ')[5])).toEqual(['suspend', 'status', 'resume']);
+    const [suspend = '', status = '', resume = ''] = commands;
+    const suspended = await run(withConfig(suspend));
+    expect(suspended.code, suspended.stderr).toBe(0);
+    expect(suspended.stdout).toContain('suspended by');
+    expect(suspended.stdout).toContain('the agent acknowledged it');
+    const shown = await run(withConfig(status));
+    expect(shown.code, shown.stderr).toBe(3);
+    expect(shown.stdout).toMatch(/^State:\s+SUSPENDED/m);
+    expect(shown.stdout).toContain('INC-42: tuning replicas by hand');
+    const resumed = await run(withConfig(resume));
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toContain('resumed');
+  });
+
   it("docs/architecture.md's render and emulator commands", async () => {
     const [render = ''] = shellCommands(await docBlock('docs/architecture.md', 'Render'));
     const rendered = await run(render);

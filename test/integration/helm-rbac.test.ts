@@ -342,6 +342,21 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
           .sort(),
       ).toEqual(['full', 'full-db', 'full-kvstore', 'full-queue']);
 
+      // `suspend` and `resume` in the agent's pod, with the same token: acknowledged by the agent.
+      for (const command of [
+        ['suspend', 'small', '--reason', 'rbac'],
+        ['resume', 'small'],
+      ]) {
+        const done = await run(
+          process.execPath,
+          [MAIN, ...command, '--config', configPath, '--timeout', '30'],
+          {
+            env: agentEnv(),
+          },
+        );
+        expect(done.stdout).toContain('the agent acknowledged it');
+      }
+
       // Events written on the workload.
       const events = await world.kube.config
         .makeApiClient(k8s.EventsV1Api)
@@ -403,10 +418,12 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
     const namespacePermissions = granted(watched[0] ?? '');
     // Both watched namespaces get the same Role.
     expect([...granted(watched[1] ?? '')].sort()).toEqual([...namespacePermissions].sort());
-    // The metric has no namespace label; in its own namespace the agent touches its Lease and its
-    // digest key (a Secret it reads and, on the first start, makes) alone.
+    // The metric has no namespace label; in its own namespace the agent touches its Lease, its
+    // digest key (a Secret it reads and, on the first start, makes) and the suspensions (a
+    // ConfigMap it reads and acknowledges) alone.
     const isLease = (p: string) => p.startsWith('coordination.k8s.io/leases ');
-    const isOwn = (p: string) => isLease(p) || p === '/secrets get' || p === '/secrets create';
+    const isOwn = (p: string) =>
+      isLease(p) || ['/secrets get', '/secrets create', '/configmaps get', '/configmaps patch'].includes(p);
     const unused = (permissions: Set<string>, usedHere: (p: string) => boolean) =>
       [...permissions].filter((p) => !(used.has(p) && usedHere(p)) && NOT_IN_RUN[p] === undefined).sort();
     expect(unused(namespacePermissions, (p) => !isLease(p))).toEqual([]);
@@ -449,7 +466,7 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
         .map((doc) => doc.toJSON() as Manifest | null)
         .filter((m): m is Manifest => m?.kind === 'Role');
       const rulesOf = (namespace: string) =>
-        roles.find((r) => r.metadata.namespace === namespace)?.rules ?? [];
+        roles.filter((r) => r.metadata.namespace === namespace).flatMap((r) => r.rules ?? []);
       const verbsOn = (namespace: string, resource: string) =>
         rulesOf(namespace)
           .filter((r) => r.resources.includes(resource))
@@ -474,10 +491,16 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'delete',
     ]);
     expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch', 'delete']);
-    // In the release's namespace only the digest key: the Lease went elsewhere.
+    // In the release's namespace only the digest key and the suspensions: the Lease went elsewhere.
     expect(configured.rulesOf('rel')).toEqual([
       { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
       { apiGroups: [''], resources: ['secrets'], resourceNames: ['k8s-listener-digest-key'], verbs: ['get'] },
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['k8s-listener-suspensions'],
+        verbs: ['get', 'patch'],
+      },
     ]);
     expect(configured.rulesOf('coordination')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
