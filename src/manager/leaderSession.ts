@@ -16,6 +16,7 @@ import { Reconciler } from '../reconcile/reconciler.ts';
 import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
 import {
   changedSuspensions,
+  describeEntry,
   describeSuspension,
   NO_SUSPENSIONS,
   observedAnnotation,
@@ -297,38 +298,51 @@ export class LeaderSession {
     const before = this.#suspensions;
     this.#suspensions = fresh;
     const ids = new Set([...parts.desired.ids(), ...parts.inventories.deploymentIds()]);
-    for (const id of changedSuspensions(before, fresh, ids)) {
-      const now = suspensionOf(fresh, id);
-      const placement = parts.inventories.get(id)[0];
-      const note = now ? describeSuspension(now) : 'resumed: the agent applies and prunes it again';
+    // Each changed deployment is reconciled first: a resume re-applies, a suspension reports.
+    for (const id of changedSuspensions(before, fresh, ids)) parts.queue.add(id);
+    const suspensionsRef = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      namespace: this.#o.agentNamespace,
+      name: SUSPENSIONS_CONFIGMAP,
+    };
+    // The listener told once (not an Event per deployment of a large listener)...
+    if (describeEntry(before.listener) !== describeEntry(fresh.listener)) {
+      const note = fresh.listener
+        ? describeSuspension({ ...fresh.listener, scope: 'listener' })
+        : 'the whole listener resumed: the agent applies and prunes again';
+      this.#log.warn({ suspended: fresh.listener !== undefined }, note);
+      await parts.events.record(suspensionsRef, {
+        type: fresh.listener ? 'Warning' : 'Normal',
+        reason: fresh.listener ? 'Suspended' : 'Resumed',
+        note: `listener ${this.#listener.id}: ${note}`,
+      });
+    }
+    // ...each deployment suspended or resumed on its own, on its inventory ConfigMap (where
+    // `status DEPLOYMENT` finds its Events), else on the suspensions ConfigMap.
+    for (const id of ids) {
+      const was = before.deployments.get(id);
+      const now = fresh.deployments.get(id);
+      if (describeEntry(was) === describeEntry(now)) continue;
+      const note = now
+        ? describeSuspension({ ...now, scope: 'deployment' })
+        : 'resumed: the agent applies and prunes it again';
       deploymentLogger(this.#log, { deploymentId: id }).warn(
         { suspended: now !== undefined },
         `deployment ${note}`,
       );
-      // On its inventory ConfigMap (where `status DEPLOYMENT` finds its Events), else on the
-      // suspensions ConfigMap.
+      const placement = parts.inventories.get(id)[0];
       await parts.events.record(
         placement
           ? { apiVersion: 'v1', kind: 'ConfigMap', namespace: placement.namespace, name: inventoryName(id) }
-          : {
-              apiVersion: 'v1',
-              kind: 'ConfigMap',
-              namespace: this.#o.agentNamespace,
-              name: SUSPENSIONS_CONFIGMAP,
-            },
+          : suspensionsRef,
         {
           type: now ? 'Warning' : 'Normal',
           reason: now ? 'Suspended' : 'Resumed',
           note: `deployment ${id} ${note}`,
         },
       );
-      parts.queue.add(id);
     }
-    if ((before.listener === undefined) !== (fresh.listener === undefined))
-      this.#log.warn(
-        { suspension: fresh.listener },
-        fresh.listener ? 'the whole listener is suspended' : 'the listener is resumed',
-      );
     this.#countSuspended(parts);
     await this.#acknowledge(fresh, signal);
   }

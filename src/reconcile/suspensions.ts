@@ -94,9 +94,14 @@ export function suspensionOf(suspensions: Suspensions, deploymentId: string): Ac
   return own ? { ...own, scope: 'deployment' } : undefined;
 }
 
-/** Deployments among `ids` whose suspension changed from `before` to `after` (in either way). */
+/** What tells two entries apart ('' for none): a new suspension of the same deployment differs. */
+export function describeEntry(entry: Suspension | undefined): string {
+  return entry ? `${entry.by}|${entry.at}|${entry.reason}` : '';
+}
+
+/** Deployments among `ids` whose suspension in effect changed from `before` to `after` (either way). */
 export function changedSuspensions(before: Suspensions, after: Suspensions, ids: Iterable<string>): string[] {
-  const key = (s: ActiveSuspension | undefined) => (s ? `${s.scope}|${s.by}|${s.at}|${s.reason}` : '');
+  const key = (s: ActiveSuspension | undefined) => (s ? `${s.scope}|${describeEntry(s)}` : '');
   return [...ids].filter((id) => key(suspensionOf(before, id)) !== key(suspensionOf(after, id)));
 }
 

@@ -192,6 +192,15 @@ describe('suspend and resume the whole listener', () => {
     const rows = await collectStatusRows(sources());
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.every((r) => r.state === 'SUSPENDED' && r.suspension?.scope === 'listener')).toBe(true);
+    // Told once for the listener, on the suspensions ConfigMap, not once per deployment.
+    const told = (await kube.list('Event', { namespace: 'default' })).filter(
+      (e) =>
+        (e as { regarding?: { name?: string } }).regarding?.name === 'k8s-listener-suspensions' &&
+        String((e as { note?: string }).note).startsWith(
+          `listener ${world.listenerId}: the whole listener suspended`,
+        ),
+    );
+    expect(told).toHaveLength(1);
     expect(
       (await agent.metrics.registry.getSingleMetric('k8s_listener_listener_suspended')?.get())?.values[0]
         ?.value,
