@@ -413,6 +413,7 @@ try {
       controlPlane: { baseUrl: emulator.url },
       kubeconfig: cluster.kubeconfigPath,
       agentNamespace: 'default',
+      namespaces: NAMESPACES,
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: flags['log-level'], format: 'json' },
       reconcile: { pollIntervalMs: POLL_MS, concurrency: CONCURRENCY },
