@@ -8,6 +8,8 @@ export interface KubeObject {
     namespace?: string;
     labels: Record<string, string>;
     annotations: Record<string, string>;
+    /** Set only on a write that is conditional on it (render never sets it). */
+    resourceVersion?: string;
   };
   [key: string]: unknown;
 }

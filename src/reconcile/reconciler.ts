@@ -7,6 +7,7 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import {
   type EventRecorder,
   isAborted,
+  isConflict,
   isNamespaceUnavailable,
   isTransient,
   KubeApiError,
@@ -193,11 +194,11 @@ export class Reconciler {
       const steps = this.#plan(objects, await this.#readOwned(deploymentId, objects, signal));
       await this.#checkReferences(deploymentId, objects, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
-      await this.#dryRunChange(steps, recorded?.specHash !== specHash, signal);
+      await this.#dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
       // Suspended while this reconcile ran: nothing is written from here on (the next look reports).
       if (this.#o.suspension?.(deploymentId)) return { result: 'requeue', afterMs: 0 };
       await this.#recordAhead(namespace, previous, next, signal);
-      applied = await this.#apply(steps, logIn, signal);
+      applied = await this.#apply(steps, deploymentId, logIn, signal);
     } finally {
       release();
     }
@@ -372,41 +373,58 @@ export class Reconciler {
   /**
    * Reads every object before anything is written, and fails the deployment when a name is taken:
    * by another owner, or by another deployment of this listener whose generated names this one's
-   * collide with (never adopted, never overwritten). Every taken name is listed.
+   * collide with (never adopted, never overwritten). Every taken name is listed. A miss where that
+   * kind's watch in the namespace has listed is not asked (`unread`): its write is create-only
+   * (ABSENT_RESOURCE_VERSION), and meets a same-named object only as a 409 (see #send).
    */
   async #readOwned(
     deploymentId: string,
     objects: readonly KubeObject[],
     signal: AbortSignal | undefined,
-  ): Promise<Map<string, LiveKubeObject | undefined>> {
+  ): Promise<{ found: Map<string, LiveKubeObject | undefined>; unread: Set<string> }> {
     const found = new Map<string, LiveKubeObject | undefined>();
+    const unread = new Set<string>();
     const taken: string[] = [];
-    // At once: mostly cache hits; on a first sync, misses, each a GET that the others need not wait for.
-    const reads = await Promise.all(objects.map((object) => this.#read(refOf(object), signal)));
+    const cache = this.#o.cache;
+    // At once: mostly cache hits; misses the cache cannot vouch for are GETs that need not wait for each other.
+    const reads = await Promise.all(
+      objects.map((object) => {
+        const ref = refOf(object);
+        const held = cache?.get(ref);
+        if (held || !cache?.isSynced(object.kind, ref.namespace ?? ''))
+          return held ?? this.#read(ref, signal);
+        return UNREAD;
+      }),
+    );
     for (const [i, object] of objects.entries()) {
-      const ref = refOf(object);
+      const id = entryId(entryOf(object));
       const live = reads[i];
-      found.set(entryId(entryOf(object)), live);
-      if (!live) continue;
-      const name = `${object.kind}/${ref.namespace}/${ref.name}`;
-      if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
-        taken.push(`${name} exists and is not managed by this listener`);
-      else if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
-        taken.push(`${name} belongs to another deployment of this listener`);
+      if (live === UNREAD) {
+        found.set(id, undefined);
+        unread.add(id);
+        continue;
+      }
+      found.set(id, live);
+      const verdict = live && takenBy(object, live, deploymentId);
+      if (verdict) taken.push(verdict);
     }
     if (taken.length > 0) throw new TerminalError(Reason.ApplyRejected, taken.join('; '));
-    return found;
+    return { found, unread };
   }
 
   /** What each object needs: nothing (found as desired), or a write and why. */
-  #plan(objects: readonly KubeObject[], found: ReadonlyMap<string, LiveKubeObject | undefined>): ApplyStep[] {
-    const slim = (live: LiveKubeObject) => this.#o.cache?.isSlim(live) ?? false;
+  #plan(
+    objects: readonly KubeObject[],
+    read: { found: ReadonlyMap<string, LiveKubeObject | undefined>; unread: ReadonlySet<string> },
+  ): ApplyStep[] {
     return objects.map((object) => {
       const id = entryId(entryOf(object));
-      const before = found.get(id);
-      return { object, id, before, why: whyWrite(object, before, slim) };
+      const before = read.found.get(id);
+      return { object, id, before, why: whyWrite(object, before, this.#slim), unread: read.unread.has(id) };
     });
   }
+
+  readonly #slim = (live: LiveKubeObject): boolean => this.#o.cache?.isSlim(live) ?? false;
 
   /**
    * All or nothing: before the first write of a change (a new revision or spec, not the repair of
@@ -417,11 +435,12 @@ export class Reconciler {
   async #dryRunChange(
     steps: readonly ApplyStep[],
     changed: boolean,
+    deploymentId: string,
     signal: AbortSignal | undefined,
   ): Promise<void> {
     const writes = steps.filter((step) => step.why !== undefined);
     if (!changed || writes.length === 0) return;
-    await Promise.all(writes.map(({ object }) => this.#dryRun(object, signal)));
+    await Promise.all(writes.map((step) => this.#send(step, deploymentId, true, signal)));
   }
 
   /**
@@ -431,10 +450,10 @@ export class Reconciler {
    */
   async #apply(
     steps: readonly ApplyStep[],
+    deploymentId: string,
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
-    const slim = (live: LiveKubeObject) => this.#o.cache?.isSlim(live) ?? false;
     const writes = steps.filter((step) => step.why !== undefined);
     if (writes.length > 0) {
       log.info(
@@ -443,11 +462,13 @@ export class Reconciler {
       );
     }
     const live = new Map<string, LiveKubeObject>();
-    for (const { object, id, before, why } of steps) {
-      const after = why === undefined && before ? before : await this.#write(object, before, why, signal);
+    for (const step of steps) {
+      const { object, id, before, why } = step;
+      const after = why === undefined && before ? before : await this.#write(step, deploymentId, signal);
       live.set(id, after);
       // Found (or written) holding every field we set: the cache need not keep its body.
-      if (why === undefined || whyWrite(object, after, slim) === undefined) this.#o.cache?.checked(after);
+      if (why === undefined || whyWrite(object, after, this.#slim) === undefined)
+        this.#o.cache?.checked(after);
     }
     return { live, wrote: writes.length > 0 };
   }
@@ -493,37 +514,79 @@ export class Reconciler {
     return { result: 'terminal', error: terminal };
   }
 
-  /** The request #write would make, as a server-side dry run (no generated values: the shape is checked). */
-  #dryRun(object: KubeObject, signal: AbortSignal | undefined): Promise<LiveKubeObject> {
-    return object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true'
-      ? this.#o.kube.create(object, { signal, dryRun: true })
-      : this.#o.kube.apply(object, { force: true, signal, dryRun: true });
-  }
-
-  /** Writes one object that #apply found missing or not as desired; returns it live. */
+  /** Writes one step that #plan found missing or not as desired; returns the object live. */
   async #write(
-    object: KubeObject,
-    live: LiveKubeObject | undefined,
-    why: string | undefined,
+    step: ApplyStep,
+    deploymentId: string,
     signal: AbortSignal | undefined,
   ): Promise<LiveKubeObject> {
-    if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true')
-      return this.#written(await this.#o.kube.create(withGeneratedKeys(object), { signal }));
-    // Forced: the fields we set are ours (a hand edit of one is drift we undo); fields we do not
-    // set stay with their managers, since an apply only claims what it contains.
-    const applied = this.#written(await this.#o.kube.apply(object, { force: true, signal }));
+    const { object } = step;
+    const { live, before, why } = await this.#send(step, deploymentId, false, signal);
+    if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true' || why === undefined) return live;
     this.#o.metrics.objectsApplied.inc({ kind: object.kind });
     // Our spec did not change, the object did: someone else edited a field we set. Say which
     // field on the object (its path, never a value); the recorder folds repeats into one Event.
-    if (live && why !== SPEC_CHANGED) {
-      await this.#o.events.record(applied, {
+    if (before && why !== SPEC_CHANGED) {
+      await this.#o.events.record(live, {
         type: 'Warning',
         reason: 'DriftCorrected',
         note: `${why} was changed outside the agent and is restored; fields the agent does not set are kept`,
         action: 'Apply',
       });
     }
-    return applied;
+    return live;
+  }
+
+  /**
+   * Sends one step's write, or its server-side dry run. An unread object (see #readOwned) that
+   * exists after all — its create-only write answered 409, nothing written — is read and judged
+   * as #readOwned judges what it finds: another owner's is refused and left as it is; ours (made
+   * since the watch listed, not yet seen) is written as found.
+   */
+  async #send(
+    step: ApplyStep,
+    deploymentId: string,
+    dryRun: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<{ live: LiveKubeObject; before: LiveKubeObject | undefined; why: string | undefined }> {
+    const { object } = step;
+    try {
+      return {
+        live: await this.#request(object, step.unread, dryRun, signal),
+        before: step.before,
+        why: step.why,
+      };
+    } catch (error) {
+      if (!step.unread || !isConflict(error)) throw error;
+    }
+    const found = await this.#o.kube.get(refOf(object), { signal });
+    // Made and removed by someone else while we created it: not a verdict, so tried again.
+    if (!found)
+      throw new Error(`${object.kind}/${object.metadata.name} appeared and went while being created`);
+    const taken = takenBy(object, found, deploymentId);
+    if (taken) throw new TerminalError(Reason.ApplyRejected, taken);
+    const why = whyWrite(object, found, this.#slim);
+    if (why === undefined) return { live: found, before: found, why };
+    return { live: await this.#request(object, false, dryRun, signal), before: found, why };
+  }
+
+  /**
+   * The request of one write: a create for a create-only object (a 409 when it exists), else an
+   * apply, forced — the fields we set are ours (a hand edit of one is drift we undo); fields we do
+   * not set stay with their managers, since an apply only claims what it contains. An unread
+   * object's apply is create-only. A dry run sends no generated values: the shape is checked.
+   */
+  async #request(
+    object: KubeObject,
+    unread: boolean,
+    dryRun: boolean,
+    signal: AbortSignal | undefined,
+  ): Promise<LiveKubeObject> {
+    const live =
+      object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true'
+        ? await this.#o.kube.create(dryRun ? object : withGeneratedKeys(object), { signal, dryRun })
+        : await this.#o.kube.apply(unread ? createOnly(object) : object, { force: true, signal, dryRun });
+    return dryRun ? live : this.#written(live);
   }
 
   /** From the watch cache when it holds the object; a miss is no proof of absence, so it asks. */
@@ -663,6 +726,33 @@ interface ApplyStep {
   readonly before: LiveKubeObject | undefined;
   /** Why it is written; undefined when found as desired. */
   readonly why: string | undefined;
+  /** Missing from a synced watch, not asked: written create-only (see #readOwned). */
+  readonly unread: boolean;
+}
+
+/** #readOwned's mark for a miss it did not ask about. */
+const UNREAD = Symbol('unread');
+
+/**
+ * The resourceVersion that makes an apply create-only: no object can have it (etcd revisions do
+ * not reach it), so the API server creates a missing object and refuses an existing one with 409
+ * Conflict, writing nothing — an update's version precondition (the generic registry's Store.Update)
+ * that a create ignores. The field manager and its Apply operation are as for any apply.
+ */
+export const ABSENT_RESOURCE_VERSION = '9223372036854775807';
+
+function createOnly(object: KubeObject): KubeObject {
+  return { ...object, metadata: { ...object.metadata, resourceVersion: ABSENT_RESOURCE_VERSION } };
+}
+
+/** Why a found object's name is not ours to write, or undefined when it is this deployment's. */
+function takenBy(object: KubeObject, live: LiveKubeObject, deploymentId: string): string | undefined {
+  const name = `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`;
+  if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
+    return `${name} exists and is not managed by this listener`;
+  if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
+    return `${name} belongs to another deployment of this listener`;
+  return undefined;
 }
 
 function revisionOf(entry: PresentEntry): string | undefined {

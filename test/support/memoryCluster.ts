@@ -76,6 +76,17 @@ export class MemoryCluster implements KubeReader, KubeWriter {
     this.#enter('apply', object.kind, namespace, opts.signal, opts.dryRun);
     this.#admit('apply', object.kind, namespace);
     const held = this.#objects.get(keyOf(refOf(object)));
+    // A resourceVersion in the body is a precondition on an existing object (a missing one is made).
+    const precondition = object.metadata.resourceVersion;
+    if (held && precondition !== undefined && precondition !== held.metadata.resourceVersion)
+      throw new KubeApiError({
+        verb: 'apply',
+        kind: object.kind,
+        namespace,
+        name: object.metadata.name,
+        status: 409,
+        reason: 'Conflict',
+      });
     // A dry run answers as the write would, and keeps nothing.
     if (opts.dryRun) return this.#live(object, held?.metadata.uid);
     return this.#store(object, held?.metadata.uid);

@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Deployment, StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
 import { KubeApiError } from '../../../src/kube/index.ts';
+import { ObjectCache } from '../../../src/kube/objectCache.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { DesiredState } from '../../../src/reconcile/desiredState.ts';
 import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
@@ -14,6 +15,7 @@ import type { ReconcileOutcome } from '../../../src/reconcile/outcome.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { Reconciler } from '../../../src/reconcile/reconciler.ts';
 import type { Target } from '../../../src/reconcile/target.ts';
+import { WATCHED_KINDS } from '../../../src/reconcile/watchedKinds.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { StatusReporter } from '../../../src/report/statusReporter.ts';
@@ -31,7 +33,7 @@ const deployment: Deployment = {
 const fresh: Target = { revision: undefined, settled: undefined };
 const failed: Target = { revision: undefined, settled: 'DEPLOY_FAILED' };
 
-function world(target: Target = fresh) {
+function world(target: Target = fresh, options: { cache?: ObjectCache } = {}) {
   const cluster = new MemoryCluster([NAMESPACE]);
   const sent: StatusReportBatch[] = [];
   const events: string[] = [];
@@ -56,6 +58,7 @@ function world(target: Target = fresh) {
     config: ReconcileConfig.parse({}),
     listener: () => listener,
     allowedNamespaces: undefined,
+    ...(options.cache ? { cache: options.cache } : {}),
   });
   const reported = async () => {
     await reporter.flush();
@@ -196,5 +199,41 @@ describe('the reconciler at the edges (in memory)', () => {
     expect((await reconcile()).result).toBe('terminal');
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+  });
+});
+
+/** A watch cache whose watches have listed every kind in the namespace, and hold nothing. */
+function syncedCache(): ObjectCache {
+  const cache = new ObjectCache({ indexLabel: LABEL_DEPLOYMENT_ID });
+  cache.markSynced([...WATCHED_KINDS, 'Pod'], NAMESPACE);
+  return cache;
+}
+
+describe('misses of a synced watch (in memory)', () => {
+  it('are not asked: every missing object is created with no GET', async () => {
+    const { cluster, reconcile } = world(fresh, { cache: syncedCache() });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+    expect(cluster.calls.filter((c) => c.verb === 'get')).toEqual([]);
+  });
+
+  it('never adopt a same-named object of another owner: refused naming it, left as it was', async () => {
+    const { cluster, reconcile, reported } = world(fresh, { cache: syncedCache() });
+    const foreign = await cluster.create({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'hello', namespace: NAMESPACE, labels: { app: 'theirs' }, annotations: {} },
+      spec: { ports: [{ port: 81 }] },
+    });
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    const message = outcome.result === 'terminal' ? outcome.error.message : '';
+    expect(message).toContain(`Service/${NAMESPACE}/hello exists and is not managed by this listener`);
+    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    expect(
+      await cluster.get({ apiVersion: 'v1', kind: 'Service', namespace: NAMESPACE, name: 'hello' }),
+    ).toEqual(foreign);
+    // Nothing of the deployment is left beside it.
+    expect(cluster.names()).toEqual([`Service/${NAMESPACE}/hello`]);
   });
 });
