@@ -194,11 +194,15 @@ export class Reconciler {
       const steps = this.#plan(objects, await this.#readOwned(deploymentId, objects, signal));
       await this.#checkReferences(deploymentId, objects, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
-      await this.#dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
+      // A first apply (no inventory, nothing live) is undone when refused instead (#firstApply).
+      const first = previous.length === 0 && steps.every((step) => step.before === undefined);
+      if (!first) await this.#dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
       // Suspended while this reconcile ran: nothing is written from here on (the next look reports).
       if (this.#o.suspension?.(deploymentId)) return { result: 'requeue', afterMs: 0 };
       await this.#recordAhead(namespace, previous, next, signal);
-      applied = await this.#apply(steps, deploymentId, logIn, signal);
+      applied = first
+        ? await this.#firstApply(steps, deploymentId, namespace, logIn, signal)
+        : await this.#apply(steps, deploymentId, logIn, signal);
     } finally {
       release();
     }
@@ -453,6 +457,7 @@ export class Reconciler {
     deploymentId: string,
     log: Logger,
     signal: AbortSignal | undefined,
+    made: LiveKubeObject[] = [],
   ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
     const writes = steps.filter((step) => step.why !== undefined);
     if (writes.length > 0) {
@@ -465,12 +470,66 @@ export class Reconciler {
     for (const step of steps) {
       const { object, id, before, why } = step;
       const after = why === undefined && before ? before : await this.#write(step, deploymentId, signal);
+      if (after !== before) made.push(after);
       live.set(id, after);
       // Found (or written) holding every field we set: the cache need not keep its body.
       if (why === undefined || whyWrite(object, after, this.#slim) === undefined)
         this.#o.cache?.checked(after);
     }
     return { live, wrote: writes.length > 0 };
+  }
+
+  /**
+   * A first apply: no previous revision exists that half of this one could meet, so it is not
+   * dry-run first (a cold sync's every write twice); what the API server refuses is undone
+   * instead — each object this apply wrote deleted (by uid), then the inventory recorded ahead.
+   * StatefulSets go last, so that a refusal never leaves behind a claim their controller made.
+   */
+  async #firstApply(
+    steps: readonly ApplyStep[],
+    deploymentId: string,
+    namespace: string,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
+    const made: LiveKubeObject[] = [];
+    const ordered = [
+      ...steps.filter((step) => step.object.kind !== 'StatefulSet'),
+      ...steps.filter((step) => step.object.kind === 'StatefulSet'),
+    ];
+    try {
+      return await this.#apply(ordered, deploymentId, log, signal, made);
+    } catch (error) {
+      if (asTerminal(error) && !isNamespaceUnavailable(error) && !signal?.aborted)
+        await this.#undo(made, deploymentId, namespace, log, signal);
+      throw error;
+    }
+  }
+
+  /** Deletes what a refused first apply wrote, then its inventory; what cannot be stays recorded, to be pruned. */
+  async #undo(
+    made: readonly LiveKubeObject[],
+    deploymentId: string,
+    namespace: string,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    try {
+      for (const object of [...made].reverse())
+        await this.#o.kube.delete(refOf(object), {
+          propagationPolicy: 'Background',
+          preconditionUid: object.metadata.uid,
+          signal,
+        });
+      await this.#o.inventories.remove(deploymentId, namespace, signal);
+      if (made.length > 0)
+        log.info({ objects: made.map((o) => `${o.kind}/${o.metadata.name}`) }, 'first apply refused: undone');
+    } catch (error) {
+      log.warn(
+        { err: error },
+        'first apply refused: not all of it could be undone (its inventory keeps the rest)',
+      );
+    }
   }
 
   /**

@@ -4,21 +4,23 @@
 // Secret, Service, Deployment and inventory — stays byte-for-byte as it was, and the revision is
 // reported DEPLOY_FAILED with the API server's reason.
 import { describe, expect, inject, it } from 'vitest';
-import { LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
+import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { kubectl } from '../support/adminKube.ts';
 import { app, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
 const setup = useAgentWorld();
 
 /** Every object of this listener in the namespace, as the API server holds it, by kind/name. */
-async function snapshot(): Promise<Map<string, string>> {
+async function snapshot(
+  selector = `${LABEL_LISTENER_ID}=${setup.world.listenerId}`,
+): Promise<Map<string, string>> {
   const text = await kubectl(inject('clusterBinDir'), setup.world.kubeconfigPath, [
     '-n',
     setup.ns,
     'get',
-    'deployments,services,secrets,configmaps',
+    'deployments,services,secrets,configmaps,networkpolicies',
     '-l',
-    `${LABEL_LISTENER_ID}=${setup.world.listenerId}`,
+    selector,
     '-o',
     'json',
   ]);
@@ -34,6 +36,7 @@ describe('a revision the API server refuses', () => {
     expect([...before.keys()].sort()).toEqual([
       `ConfigMap/k8s-listener-inv-${deployment.id}`,
       'Deployment/whole',
+      'NetworkPolicy/whole',
       'Secret/whole-secrets',
       'Service/whole',
     ]);
@@ -64,5 +67,39 @@ describe('a revision the API server refuses', () => {
     // A few reconciles later, still nothing written.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     expect(await snapshot()).toEqual(before);
+  });
+
+  it('a first apply is not dry-run: refused, what it wrote is deleted, its inventory too', async () => {
+    const kube = setup.agent.kube;
+    if (!kube) throw new Error('agent has no Kubernetes client');
+    const dryRuns = () => kube.requestCounts({ kind: 'Deployment' })['patch:dryRun'] ?? 0;
+    const before = dryRuns();
+    // Its Secret and Service come before the Deployment the API server refuses.
+    const refused = await setup.world.client.createDeployment(
+      app(setup.world, 'first', setup.ns, {
+        source_config: {
+          listener_id: setup.world.listenerId,
+          listener_config: { k8s_namespace: setup.ns },
+          deployment_type: 'dev',
+          resource_spec: {
+            min_scale: 1,
+            max_scale: 1,
+            cpu: 0.1,
+            memory_mb: 64,
+            volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1Gi', notAField: true } }],
+            volume_mounts: [{ name: 'scratch', mountPath: '/scratch' }],
+          },
+        },
+      }),
+    );
+    await waitForRevision(setup.world, refused, 'DEPLOY_FAILED');
+    const log = setup.world.emulator
+      .state()
+      .deployments.find((d) => d.deployment.id === refused.id)
+      ?.deploy_logs.at(-1);
+    expect(log?.message).toMatch(/notAField/);
+    expect(dryRuns()).toBe(before);
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect([...(await snapshot(`${LABEL_DEPLOYMENT_ID}=${refused.id}`)).keys()]).toEqual([]);
   });
 });
