@@ -115,10 +115,12 @@ export class DeploymentReport {
     // per step would cost a rollout of many deployments most of its API requests. A failure's
     // message is its explanation: each one is told.
     if (this.#told.get(deploymentId) === transition) return;
-    // The annotation records what the cluster was told: after a restart, a transition it already
-    // holds is not told again (no Event per deployment at each start).
-    const annotated =
-      report.annotated && (await this.#o.objects.read(report.annotated).catch(() => undefined));
+    // The annotation records the outcomes the cluster was told (DEPLOYED, DEPLOY_FAILED): after a
+    // restart, one it already holds is not told again (no Event per deployment at each start). A
+    // rollout's start and its warning signs are told by Events alone — a write per rollout fewer;
+    // a restart in the middle of a rollout tells its start once more.
+    const kept = status.revisionStatus !== 'DEPLOYING' ? report.annotated : undefined;
+    const annotated = kept && (await this.#o.objects.read(kept).catch(() => undefined));
     const previous = annotated ? annotated.metadata.annotations[ANNOTATION_STATUS] : undefined;
     const before = parseStatusAnnotation(previous);
     if (
@@ -139,7 +141,7 @@ export class DeploymentReport {
       note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
     });
     // Told once the annotation holds it: a write that failed is tried again at the next look.
-    if (!report.annotated || (await this.#annotate(report.annotated, previous, report, log)))
+    if (!kept || (await this.#annotate(kept, previous, report, log)))
       this.#told.set(deploymentId, transition);
   }
 
