@@ -15,6 +15,7 @@ import {
   type StatusSources,
 } from '../reconcile/statusCollector.ts';
 import {
+  agentChangesWaiting,
   type DeploymentDetail,
   EXIT_FAILED,
   EXIT_USAGE,
@@ -130,7 +131,12 @@ export async function runStatusCommand(
         const deployments = await collectStatusRows(sources);
         return {
           kind: 'list',
-          value: { listenerId: config.listenerId, observedAt: new Date().toISOString(), deployments },
+          value: {
+            listenerId: config.listenerId,
+            observedAt: new Date().toISOString(),
+            deployments,
+            agentChangesWaiting: agentChangesWaiting(deployments),
+          },
         };
       }
       return { kind: 'detail', value: await collectDeploymentDetail(sources, deployment) };

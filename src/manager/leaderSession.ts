@@ -7,6 +7,7 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import { EventRecorder, type KubeClient, OwnedObjectWatcher } from '../kube/index.ts';
 import { ObjectCache } from '../kube/objectCache.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
+import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
 import { InventoryStore, inventoryName } from '../reconcile/inventoryStore.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
@@ -213,6 +214,11 @@ export class LeaderSession {
       allowedNamespaces: this.#o.allowedNamespaces,
       digestKey,
       suspension: (id) => suspensionOf(this.#suspensions, id),
+      // Per session: a new leader starts with a new window (it cannot know the last one's).
+      agentChanges: new AgentChangeGate({
+        rate: config.agentChangeRate,
+        windowMs: config.agentChangeWindowMs,
+      }),
     });
     const poller = new Poller({
       client: this.#o.controlPlane,

@@ -14,6 +14,11 @@ export interface Inventory {
   readonly entries: readonly InventoryEntry[];
   readonly specHash: string;
   readonly revisionId: string | undefined;
+  /**
+   * Digest of the control plane's input the render came from (agentChange.ts): the same input
+   * rendered to another spec hash is a change of the agent's. Absent in older inventories.
+   */
+  readonly inputHash?: string | undefined;
 }
 
 /** `namespace_name_group_kind`, the identity of an entry (version left out on purpose: a
@@ -50,6 +55,7 @@ export function sameInventory(a: Inventory | undefined, b: Inventory): boolean {
     !a ||
     a.specHash !== b.specHash ||
     a.revisionId !== b.revisionId ||
+    a.inputHash !== b.inputHash ||
     a.entries.length !== b.entries.length
   )
     return false;

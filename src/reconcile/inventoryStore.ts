@@ -21,6 +21,7 @@ const StoredInventory = z.object({
   deploymentId: z.string(),
   specHash: z.string(),
   revisionId: z.string().optional(),
+  inputHash: z.string().optional(),
   entries: z.array(
     z.object({ apiVersion: z.string(), kind: z.string(), namespace: z.string(), name: z.string() }),
   ),
@@ -151,6 +152,7 @@ function sameStoredInventory(a: Inventory, b: Inventory): boolean {
     a.deploymentId === b.deploymentId &&
     a.specHash === b.specHash &&
     a.revisionId === b.revisionId &&
+    a.inputHash === b.inputHash &&
     a.entries.length === b.entries.length &&
     a.entries.every((entry, i) => {
       const other = b.entries[i];
@@ -196,6 +198,7 @@ function toInventory(stored: z.infer<typeof StoredInventory>): Inventory {
     deploymentId: stored.deploymentId,
     specHash: stored.specHash,
     revisionId: stored.revisionId,
+    inputHash: stored.inputHash,
     entries,
   };
 }

@@ -51,6 +51,22 @@ export const ReconcileConfig = z.strictObject({
     .describe(
       'A pod in `ImagePullBackOff`, `CrashLoopBackOff` or `CreateContainerConfigError` longer than this fails the rollout.',
     ),
+  agentChangeRate: z
+    .number()
+    .int()
+    .min(0)
+    .default(10)
+    .describe(
+      'At most this many deployments a minute (per `agentChangeWindowMs`) start a rollout that comes from the agent itself — a new agent version or `render` configuration that changes their pod templates — rather than from a new revision; the others keep running as they are, wait their turn in the order they were first held (`status` shows them, `k8s_listener_agent_changes_waiting` counts them) and get an `AgentChangeApplied` Event when applied. A new revision is never held back. 0: unlimited.',
+    ),
+  agentChangeWindowMs: z
+    .number()
+    .int()
+    .min(1_000)
+    .default(60_000)
+    .describe(
+      'The window `agentChangeRate` counts in: at most that many agent changes start in any window of this length. Longer spreads an upgrade further.',
+    ),
   prune: z
     .strictObject({
       maxVanishedFraction: z

@@ -46,6 +46,9 @@ import {
   withStatusNotes,
 } from '../report/rolloutStatus.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
+import { AGENT_CHANGE_WAITING } from '../report/statusView.ts';
+import { isAgentChange, renderInputHash } from './agentChange.ts';
+import type { AgentChangeGate, AgentChangeTurn } from './agentChangeGate.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import { driftPath } from './drift.ts';
 import {
@@ -89,9 +92,16 @@ export interface ReconcilerOptions {
   readonly cache?: Pick<ObjectCache, 'get' | 'written' | 'byLabel' | 'isSynced' | 'checked' | 'isSlim'>;
   /** An operator's suspension in effect for a deployment (see suspensions.ts); absent: none. */
   readonly suspension?: ((deploymentId: string) => ActiveSuspension | undefined) | undefined;
+  /**
+   * The agent-change rate (agentChangeGate.ts): a change of the agent's own render of a deployment
+   * (not of its revision) waits its turn. Absent: unlimited.
+   */
+  readonly agentChanges?: AgentChangeGate | undefined;
 }
 
 const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
+/** The kinds whose pod template a changed render rolls out. */
+const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;
@@ -182,7 +192,8 @@ export class Reconciler {
     // 1. Render: pure; a bad deployment fails alone, with every problem named.
     const { namespace, objects, specHash, statusNotes } = this.#render(entry);
     const logIn = withDeploymentFields(log, { namespace });
-    const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId };
+    const inputHash = renderInputHash(entry.deployment, target.revision, this.#o.digestKey);
+    const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId, inputHash };
 
     // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
     //    Names held from the read to the last write: another deployment whose objects share one
@@ -190,10 +201,15 @@ export class Reconciler {
     const previous = this.#o.inventories.get(deploymentId);
     const release = await this.#names.acquire(next.entries.map(entryId), signal);
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
+    let agentChange: AgentChangeTurn | undefined;
     try {
       const steps = this.#plan(objects, await this.#readOwned(deploymentId, objects, signal));
       await this.#checkReferences(deploymentId, objects, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
+      // An agent change (the same input rendered anew by this agent) waits its turn, as it is.
+      agentChange = this.#agentChangeTurn(recorded, next, steps);
+      if (agentChange?.admitted === false)
+        return await this.#held(deploymentId, entry, namespace, objects, steps, agentChange, logIn, signal);
       // A first apply (no inventory, nothing live) is undone when refused instead (#firstApply).
       const first = previous.length === 0 && steps.every((step) => step.before === undefined);
       if (!first) await this.#dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
@@ -207,6 +223,8 @@ export class Reconciler {
       release();
     }
     const { live, wrote } = applied;
+    if (agentChange?.admitted && wrote)
+      await this.#agentChangeApplied(deploymentId, namespace, agentChange, live);
     if (repairOnly) return { result: 'done', detail: 'settled' };
 
     // 3. Inventory: what left the desired set, by the diff of the recorded and the new entries.
@@ -291,6 +309,104 @@ export class Reconciler {
       : { result: 'done', detail: 'suspended' };
   }
 
+  // --- The agent-change rate: a change of the agent's own render waits its turn.
+
+  /**
+   * Whether this render is an agent change to hold, and its turn: undefined when it is not one (a
+   * new revision or input, a first apply, a drift repair, or no live workload it would restart).
+   * Only the workloads' rollout needs the gate, yet the whole re-apply waits with it (simpler).
+   */
+  #agentChangeTurn(
+    recorded: Inventory | undefined,
+    next: Inventory,
+    steps: readonly ApplyStep[],
+  ): AgentChangeTurn | undefined {
+    const workloads = steps.filter((step) => WORKLOAD_KINDS.has(step.object.kind));
+    const restarts =
+      isAgentChange(recorded, next) &&
+      workloads.length > 0 &&
+      workloads.every((step) => step.before !== undefined) &&
+      workloads.some((step) => step.why === SPEC_CHANGED);
+    const gate = this.#o.agentChanges;
+    if (!restarts) {
+      this.#agentChangeForget(next.deploymentId);
+      return undefined;
+    }
+    const turn = gate ? gate.ask(next.deploymentId) : ({ admitted: true, heldMs: 0 } as const);
+    this.#o.metrics.agentChangesWaiting.set(gate?.waiting ?? 0);
+    return turn;
+  }
+
+  #agentChangeForget(deploymentId: string): void {
+    const gate = this.#o.agentChanges;
+    if (!gate?.isWaiting(deploymentId)) return;
+    gate.forget(deploymentId);
+    this.#o.metrics.agentChangesWaiting.set(gate.waiting);
+  }
+
+  /**
+   * A held deployment: nothing is written; its rollout is reported from its live objects as it is
+   * (its revision stays DEPLOYED), with a note that it waits; it looks again when its turn is due.
+   */
+  async #held(
+    deploymentId: string,
+    entry: PresentEntry,
+    namespace: string,
+    objects: readonly KubeObject[],
+    steps: readonly ApplyStep[],
+    turn: Extract<AgentChangeTurn, { admitted: false }>,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileOutcome> {
+    const live = new Map<string, LiveKubeObject>();
+    for (const step of steps) if (step.before) live.set(step.id, step.before);
+    const status = withStatusNotes(await this.#rollout(deploymentId, namespace, objects, live, signal), [
+      AGENT_CHANGE_WAITING,
+    ]);
+    log.debug({ ahead: turn.ahead, retryAfterMs: turn.retryAfterMs }, 'agent change held');
+    await this.#report.status(
+      {
+        deploymentId,
+        revisionId: revisionOf(entry),
+        status,
+        main: [...live.values()].find(
+          (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
+        ),
+        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+        justApplied: false,
+      },
+      log,
+    );
+    const afterMs =
+      status.revisionStatus === 'DEPLOYING'
+        ? Math.min(turn.retryAfterMs, this.#o.config.rolloutRecheckMs)
+        : turn.retryAfterMs;
+    return { result: 'requeue', afterMs };
+  }
+
+  /** An agent change was applied: counted, and told once by an Event on the main workload (or the inventory). */
+  async #agentChangeApplied(
+    deploymentId: string,
+    namespace: string,
+    turn: Extract<AgentChangeTurn, { admitted: true }>,
+    live: ReadonlyMap<string, LiveKubeObject>,
+  ): Promise<void> {
+    this.#o.metrics.agentChangesApplied.inc();
+    const main = [...live.values()].find(
+      (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
+    );
+    const held = turn.heldMs > 0 ? `, after waiting ${Math.round(turn.heldMs / 1000)} s for its turn` : '';
+    await this.#o.events.record(
+      main ?? { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+      {
+        type: 'Normal',
+        reason: 'AgentChangeApplied',
+        note: `the agent's new render of the same revision is applied${held} (reconcile.agentChangeRate)`,
+        action: 'Apply',
+      },
+    );
+  }
+
   /** Every line about this deployment carries its id, and its revision and namespace once known. */
   #logFor(deploymentId: string, entry: DesiredEntry | undefined): Logger {
     const log = deploymentLogger(this.#log, { deploymentId });
@@ -338,7 +454,14 @@ export class Reconciler {
     const first = previous.length === 0;
     await this.#o.inventories.write(
       namespace,
-      first ? next : { ...next, entries: union, specHash: here?.inventory.specHash ?? '' },
+      first
+        ? next
+        : {
+            ...next,
+            entries: union,
+            specHash: here?.inventory.specHash ?? '',
+            inputHash: here?.inventory.inputHash,
+          },
       signal,
     );
   }
@@ -708,6 +831,7 @@ export class Reconciler {
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
     this.#podProblems.forget(deploymentId);
+    this.#agentChangeForget(deploymentId);
   }
 
   async #rollout(

@@ -24,14 +24,16 @@ import {
   type ObservedObject,
   objectStatusRows,
   type StatusRow,
+  withAgentChangeWaiting,
   withSuspension,
 } from '../report/statusView.ts';
+import { isAgentChange, renderInputHash } from './agentChange.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
 import { readSuspensions, SUSPENSIONS_CONFIGMAP, suspensionOf } from './suspensions.ts';
-import { chooseTarget } from './target.ts';
+import { chooseTarget, type Target } from './target.ts';
 
 export interface StatusSources {
   readonly controlPlane: ControlPlaneClient;
@@ -171,6 +173,8 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
 
   const observations: Observation[] = [];
   const listed = new Set<string>();
+  /** Deployments whose change from the agent itself waits for the agent change rate. */
+  const agentChanges = new Set<string>();
   deployments.forEach((deployment, i) => {
     listed.add(deployment.id);
     const target = targets[i];
@@ -182,6 +186,8 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
     const namespace = result?.ok
       ? result.value.namespace
       : (deployment.source_config.listener_config?.k8s_namespace ?? undefined);
+    if (waitsForAgentChange(sources, deployment, target, result, inventories, objects))
+      agentChanges.add(deployment.id);
     observations.push({
       row: deriveStatusRow({
         id: deployment.id,
@@ -267,6 +273,8 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
       claims: deploymentClaims,
     });
   }
+  for (const [i, o] of observations.entries())
+    if (agentChanges.has(o.row.id)) observations[i] = { ...o, row: withAgentChangeWaiting(o.row, true) };
   // What operators suspended: shown over what the objects would show.
   const suspensions = readSuspensions(
     await kube
@@ -301,6 +309,36 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
         (a.row.namespace ?? '').localeCompare(b.row.namespace ?? '') || a.row.name.localeCompare(b.row.name),
     );
 }
+
+/**
+ * As the reconciler decides (agentChange.ts): the same revision and input, recorded under another
+ * spec hash, with a live workload not yet at the new render — the agent holds it for its turn.
+ */
+function waitsForAgentChange(
+  sources: StatusSources,
+  deployment: Deployment,
+  target: Target | undefined,
+  result: RenderResult | undefined,
+  inventories: InventoryStore,
+  objects: readonly ObservedKubeObject[],
+): boolean {
+  if (!result?.ok) return false;
+  const { namespace, specHash, revisionId } = result.value;
+  const recorded = inventories.get(deployment.id).find((p) => p.namespace === namespace)?.inventory;
+  const next = {
+    deploymentId: deployment.id,
+    entries: [],
+    specHash,
+    revisionId,
+    inputHash: renderInputHash(deployment, target?.revision, sources.digestKey),
+  };
+  return (
+    isAgentChange(recorded, next) &&
+    objects.some((o) => o.desired && WORKLOAD_KINDS.has(o.ref.kind) && o.live !== undefined && !o.applied)
+  );
+}
+
+const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
 
 type KindsByNamespace = Map<string, Map<string, { apiVersion: string; kind: string }>>;
 

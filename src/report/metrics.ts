@@ -29,6 +29,10 @@ export interface AgentMetrics {
   readonly suspendedDeployments: Gauge;
   /** 1 while the whole listener is suspended. */
   readonly listenerSuspended: Gauge;
+  /** Deployments whose change from the agent itself waits for the agent change rate. */
+  readonly agentChangesWaiting: Gauge;
+  /** Changes from the agent itself applied (each counted once, held first or not). */
+  readonly agentChangesApplied: Counter;
   readonly objectsPruned: Counter;
   readonly objectsApplied: Counter<'kind'>;
   /** Since when each deployment's current revision is DEPLOYING (epoch ms), for the age gauge. */
@@ -261,6 +265,16 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
     listenerSuspended: new Gauge({
       name: 'k8s_listener_listener_suspended',
       help: '1 while the whole listener is suspended by an operator',
+      registers,
+    }),
+    agentChangesWaiting: new Gauge({
+      name: 'k8s_listener_agent_changes_waiting',
+      help: 'Deployments whose pod-template change from the agent itself (a new version or render configuration) waits for reconcile.agentChangeRate',
+      registers,
+    }),
+    agentChangesApplied: new Counter({
+      name: 'k8s_listener_agent_changes_applied_total',
+      help: 'Changes from the agent itself (not from a new revision) applied to a deployment',
       registers,
     }),
     objectsPruned: new Counter({

@@ -59,6 +59,8 @@ export const StatusRow = z.object({
     })
     .nullable()
     .optional(),
+  /** Its change comes from the agent itself (a new version or render configuration) and waits its turn. */
+  agentChangeWaiting: z.boolean().optional(),
 });
 export type StatusRow = z.infer<typeof StatusRow>;
 export type RowSuspension = NonNullable<StatusRow['suspension']>;
@@ -67,6 +69,8 @@ export const StatusList = z.object({
   listenerId: z.string(),
   observedAt: z.string(),
   deployments: z.array(StatusRow),
+  /** How many deployments' changes from the agent itself wait for the agent change rate. */
+  agentChangesWaiting: z.number().int().nonnegative().optional(),
 });
 export type StatusList = z.infer<typeof StatusList>;
 
@@ -281,6 +285,29 @@ export function withSuspension(row: StatusRow, suspension: RowSuspension | undef
   };
 }
 
+/** The note of a deployment whose change from the agent itself waits (its report, and `status`). */
+export const AGENT_CHANGE_WAITING = 'waiting for the agent change rate (reconcile.agentChangeRate)';
+
+/**
+ * A deployment not yet applied only because the agent renders its same revision anew (a new
+ * version or render configuration) says it waits for the agent change rate: it runs as it is
+ * until its turn. Anything the row already says that matters more (a failure, a hand edit) stays.
+ */
+export function withAgentChangeWaiting(row: StatusRow, waiting: boolean): StatusRow {
+  if (!waiting || row.reason !== 'NotApplied') return row;
+  return {
+    ...row,
+    reason: 'AgentChangeWaiting',
+    message: `${AGENT_CHANGE_WAITING}: the agent's new render of this revision rolls out in turn; until then it runs as it is`,
+    agentChangeWaiting: true,
+  };
+}
+
+/** How many rows wait for the agent change rate. */
+export function agentChangesWaiting(rows: readonly StatusRow[]): number {
+  return rows.filter((row) => row.agentChangeWaiting === true).length;
+}
+
 /** The kstatus-style status of each object, for `status DEPLOYMENT`. */
 export function objectStatusRows(
   objects: readonly ObservedObject[],
@@ -407,10 +434,14 @@ export function formatStatusTable(rows: readonly StatusRow[], now: number): stri
   const sorted = [...rows].sort(
     (a, b) => (a.namespace ?? '').localeCompare(b.namespace ?? '') || a.name.localeCompare(b.name),
   );
-  return formatColumns(
+  const table = formatColumns(
     STATUS_TABLE_HEADER,
     sorted.map((row) => statusTableCells(row, now)),
   );
+  const waiting = agentChangesWaiting(rows);
+  return waiting === 0
+    ? table
+    : `${table}\n${waiting} of ${rows.length} deployments wait for the agent change rate (reconcile.agentChangeRate).\n`;
 }
 
 /** `status DEPLOYMENT`: the deployment, its objects with their status, its recent Events. */
