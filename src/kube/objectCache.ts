@@ -30,10 +30,22 @@ export type ObservedChange = 'none' | 'status' | 'changed';
 export interface ObjectCacheOptions {
   /** The label whose value indexes objects for `byLabel` (the deployment id). */
   readonly indexLabel: string;
+  /**
+   * The kinds `byLabel` is asked for (an index entry per object and label value costs some
+   * 300 bytes: only these kinds pay it). Absent: every kind.
+   */
+  readonly indexedKinds?: readonly string[];
+  /**
+   * The kinds whose `status` anyone reads (rollout status); the others are held without it, and
+   * without the fields of metadata and conditions nobody reads. Absent: every kind keeps them.
+   */
+  readonly statusKinds?: readonly string[];
 }
 
 export class ObjectCache implements ObjectReader {
   readonly #indexLabel: string;
+  readonly #indexedKinds: ReadonlySet<string> | undefined;
+  readonly #statusKinds: ReadonlySet<string> | undefined;
   readonly #objects = new Map<string, LiveKubeObject>();
   /** `kind/namespace/label value` → keys of the objects carrying it. */
   readonly #index = new Map<string, Set<string>>();
@@ -48,6 +60,8 @@ export class ObjectCache implements ObjectReader {
 
   constructor(options: ObjectCacheOptions) {
     this.#indexLabel = options.indexLabel;
+    this.#indexedKinds = options.indexedKinds && new Set(options.indexedKinds);
+    this.#statusKinds = options.statusKinds && new Set(options.statusKinds);
   }
 
   get size(): number {
@@ -60,6 +74,8 @@ export class ObjectCache implements ObjectReader {
 
   /** The objects of a kind in a namespace whose index label has this value. */
   byLabel(kind: string, namespace: string, value: string): LiveKubeObject[] {
+    if (this.#indexedKinds && !this.#indexedKinds.has(kind))
+      throw new Error(`ObjectCache: ${kind} is not indexed (indexedKinds)`);
     const keys = this.#index.get(indexKeyOf(kind, namespace, value));
     if (!keys) return [];
     return [...keys].flatMap((key) => this.#objects.get(key) ?? []);
@@ -127,14 +143,14 @@ export class ObjectCache implements ObjectReader {
       if (isOlder(object, held)) return false;
       if (held.metadata.resourceVersion === object.metadata.resourceVersion) return false;
     }
-    const { managedFields: _managedFields, ...metadata } = object.metadata;
+    const { managedFields: _managedFields, creationTimestamp: _created, ...metadata } = object.metadata;
     // Taken before the held version lets go, so that the values both carry keep their copy.
     this.#takeStrings(metadata);
     if (held) {
       this.#unindex(key, held);
       this.#releaseStrings(held);
     }
-    const stored = { ...object, metadata } as LiveKubeObject;
+    const stored = this.#withReadStatus({ ...object, metadata } as LiveKubeObject);
     // The same body as checked (another uid cannot have it: checked anew): held slim again.
     const checkedBody = this.#checkedBodies.get(key);
     if (
@@ -163,7 +179,26 @@ export class ObjectCache implements ObjectReader {
     this.#objects.set(key, slim);
   }
 
+  /** The object with the status fields anyone reads: none for most kinds; conditions trimmed. */
+  #withReadStatus(object: LiveKubeObject): LiveKubeObject {
+    if (!this.#statusKinds || !('status' in object)) return object;
+    if (!this.#statusKinds.has(object.kind)) {
+      const { status: _status, ...rest } = object;
+      return rest as LiveKubeObject;
+    }
+    const status = object.status;
+    if (!isRecord(status) || !Array.isArray(status.conditions)) return object;
+    // lastUpdateTime and observedGeneration of a condition: read by nobody, held by every workload.
+    const conditions = status.conditions.map((condition: unknown) => {
+      if (!isRecord(condition)) return condition;
+      const { lastUpdateTime: _updated, lastProbeTime: _probed, ...kept } = condition;
+      return kept;
+    });
+    return { ...object, status: { ...status, conditions } };
+  }
+
   #indexKeyOf(object: LiveKubeObject): string | undefined {
+    if (this.#indexedKinds && !this.#indexedKinds.has(object.kind)) return undefined;
     const value = object.metadata.labels[this.#indexLabel];
     return value === undefined ? undefined : indexKeyOf(object.kind, object.metadata.namespace ?? '', value);
   }
@@ -204,6 +239,10 @@ export class ObjectCache implements ObjectReader {
     keys?.delete(key);
     if (keys?.size === 0) this.#index.delete(indexKey);
   }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function indexKeyOf(kind: string, namespace: string, value: string): string {

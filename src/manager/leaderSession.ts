@@ -26,12 +26,13 @@ import {
   type Suspensions,
   suspensionOf,
 } from '../reconcile/suspensions.ts';
-import { OBSERVED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
+import { OBSERVED_KINDS, OWNED_LISTED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
 import { WorkQueue } from '../reconcile/workQueue.ts';
 import type { RenderConfig } from '../render/index.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
+import { STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
 import { sleep } from '../sleep.ts';
 import { loadDigestKey } from './digestKey.ts';
@@ -197,7 +198,12 @@ export class LeaderSession {
       metrics: workQueueMetrics(metrics, CONTROLLER_NAME),
       keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
     });
-    const cache = new ObjectCache({ indexLabel: LABEL_DEPLOYMENT_ID });
+    // Indexed by deployment: the kinds the reconciler lists a deployment's objects of.
+    const cache = new ObjectCache({
+      indexLabel: LABEL_DEPLOYMENT_ID,
+      indexedKinds: OWNED_LISTED_KINDS,
+      statusKinds: STATUS_READ_KINDS,
+    });
     const reconciler = new Reconciler({
       kube,
       cache,

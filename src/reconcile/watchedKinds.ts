@@ -41,3 +41,6 @@ export function watchedKinds(
  * them without a request), they wake no deployment — their workloads' status changes do.
  */
 export const OBSERVED_KINDS = ['Pod'] as const;
+
+/** The kinds whose objects of one deployment the reconciler lists from the cache (pods, claims). */
+export const OWNED_LISTED_KINDS = ['Pod', 'PersistentVolumeClaim'] as const;

@@ -221,6 +221,15 @@ const CHECKS: Record<string, KindCheck> = {
   'networking.k8s.io/Ingress': alwaysCurrent,
 };
 
+/** The kinds whose `status` the checks above (and the pod problems) read: caches may drop the rest. */
+export const STATUS_READ_KINDS = [
+  'Deployment',
+  'StatefulSet',
+  'PersistentVolumeClaim',
+  'HorizontalPodAutoscaler',
+  'Pod',
+] as const;
+
 export function computeObjectStatus(
   object: LiveObject | undefined,
   clock: StatusClock = { now: Date.now(), failureGraceMs: 120_000 },

@@ -209,3 +209,51 @@ describe('ObjectCache string pool', () => {
     expect(cache.pooledStrings).toBe(0);
   });
 });
+
+describe('ObjectCache: what it holds', () => {
+  it('indexes only the kinds it is asked to list, and refuses to list any other', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment', indexedKinds: ['Pod'] });
+    const pod = { ...service('10', 'p1', {}, { deployment: 'd1' }), kind: 'Pod' } as LiveKubeObject;
+    cache.observe({ type: 'ADDED', object: pod });
+    cache.observe({ type: 'ADDED', object: service('11', 'u1', {}, { deployment: 'd1' }) });
+    expect(cache.byLabel('Pod', 'apps', 'd1').map((o) => o.metadata.uid)).toEqual(['p1']);
+    expect(() => cache.byLabel('Service', 'apps', 'd1')).toThrow('Service is not indexed');
+    // Still held by reference.
+    expect(cache.get(ref)?.metadata.uid).toBe('u1');
+  });
+
+  it('keeps the status only of the kinds whose status is read, without the fields nobody reads', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment', statusKinds: ['Deployment'] });
+    const condition = {
+      type: 'Available',
+      status: 'True',
+      reason: 'MinimumReplicasAvailable',
+      message: 'Deployment has minimum availability.',
+      lastUpdateTime: '2026-11-25T07:00:00Z',
+      lastTransitionTime: '2026-11-25T07:00:01Z',
+    };
+    const withStatus = (kind: string, uid: string) =>
+      ({
+        ...service('10', uid, { status: { replicas: 1, conditions: [condition] } }),
+        kind,
+        metadata: { ...service('10', uid).metadata, creationTimestamp: '2026-11-25T06:59:59Z' },
+      }) as LiveKubeObject;
+    cache.observe({ type: 'ADDED', object: withStatus('Deployment', 'd') });
+    cache.observe({ type: 'ADDED', object: withStatus('PodDisruptionBudget', 'p') });
+    const deployment = cache.get({ ...ref, kind: 'Deployment' }) as LiveKubeObject & { status?: unknown };
+    expect(deployment.status).toEqual({
+      replicas: 1,
+      conditions: [
+        {
+          type: 'Available',
+          status: 'True',
+          reason: 'MinimumReplicasAvailable',
+          message: 'Deployment has minimum availability.',
+          lastTransitionTime: '2026-11-25T07:00:01Z',
+        },
+      ],
+    });
+    expect(deployment.metadata).not.toHaveProperty('creationTimestamp');
+    expect(cache.get({ ...ref, kind: 'PodDisruptionBudget' })).not.toHaveProperty('status');
+  });
+});
