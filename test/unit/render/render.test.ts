@@ -790,3 +790,18 @@ describe('network policies', () => {
     ).toBeUndefined();
   });
 });
+
+describe('canonical hashes', () => {
+  it('an HMAC under a key is the same whether the key is imported once or each time', async () => {
+    const { createHmac } = await import('node:crypto');
+    const { canonicalHash } = await import('../../../src/render/canonicalHash.ts');
+    const key = new Uint8Array(32).fill(7);
+    const value = { b: [1, { d: 'x', c: null }], a: 'y' };
+    const expected = createHmac('sha256', key)
+      .update('{"a":"y","b":[1,{"c":null,"d":"x"}]}')
+      .digest('hex')
+      .slice(0, 16);
+    expect(canonicalHash(value, key)).toBe(expected);
+    expect(canonicalHash(value, key)).toBe(expected);
+  });
+});
