@@ -63,7 +63,7 @@ describe('Dockerfile', () => {
     expect(copies.join('\n')).not.toMatch(/\bsrc\b|\.ts\b/);
   });
 
-  it('runs in production mode with two malloc arenas and fixed thresholds, the environment bench:sync gives the agent', () => {
+  it('runs in production mode with two malloc arenas, fixed thresholds and a 16 MiB young generation, the environment bench:sync gives the agent', () => {
     const env = all(final, 'ENV').join(' ');
     // IMAGE_ENV is what bench:sync and the bounded-input test run the agent with.
     expect(Object.keys(IMAGE_ENV).sort()).toEqual([
@@ -71,6 +71,7 @@ describe('Dockerfile', () => {
       'MALLOC_MMAP_THRESHOLD_',
       'MALLOC_TRIM_THRESHOLD_',
       'NODE_ENV',
+      'NODE_OPTIONS',
     ]);
     for (const [name, value] of Object.entries(IMAGE_ENV))
       expect(env).toMatch(new RegExp(`\\b${name}=${value}\\b`));
