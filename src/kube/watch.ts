@@ -32,6 +32,12 @@ export interface OwnedObjectWatcherOptions {
   readonly labelSelector: string;
   /** Must only enqueue: it runs on the stream's loop. Exceptions are logged and dropped. */
   readonly onEvent: (event: OwnedObjectEvent) => void;
+  /**
+   * The labels a relist remembers of each object, so that a deletion it notices (missed while
+   * the watch was down) carries them to the handler; absent: every label. Each remembered object
+   * costs memory for as long as it exists: keep only what the handler reads.
+   */
+  readonly keptLabels?: readonly string[];
   /** A stream with no event and no bookmark for this long is restarted. Default 5 min. */
   readonly watchdogMs?: number;
   /** Exponential backoff after failures: first delay and cap. Defaults 1 s and 60 s. */
@@ -241,7 +247,7 @@ export class OwnedObjectWatcher {
 
   #applyEvent(known: Map<string, LiveKubeObject>, type: OwnedObjectEventType, object: LiveKubeObject): void {
     if (type === 'DELETED') known.delete(object.metadata.uid);
-    else known.set(object.metadata.uid, skeleton(object));
+    else known.set(object.metadata.uid, skeleton(object, this.#options.keptLabels));
     try {
       this.#options.onEvent({ type, object });
     } catch (error) {
@@ -288,17 +294,31 @@ export class OwnedObjectWatcher {
 }
 
 /**
- * An object's identity, version and labels, nothing else: what a relist remembers of it (and, for
- * a deletion it missed, hands to the handler). Labels are shared with the object, not copied.
+ * An object's identity, version and labels (`keptLabels` of them, when given), nothing else: what
+ * a relist remembers of it (and, for a deletion it missed, hands to the handler). Labels kept
+ * whole are shared with the object, not copied.
  */
-export function skeleton(object: LiveKubeObject): LiveKubeObject {
-  const { name, namespace, uid, resourceVersion, labels } = object.metadata;
+export function skeleton(object: LiveKubeObject, keptLabels?: readonly string[]): LiveKubeObject {
+  const { name, namespace, uid, resourceVersion } = object.metadata;
+  const labels = keptLabels ? pickLabels(object.metadata.labels, keptLabels) : object.metadata.labels;
   const metadata = { name, uid, resourceVersion, labels, annotations: {} };
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,
     metadata: namespace === undefined ? metadata : { ...metadata, namespace },
   };
+}
+
+function pickLabels(
+  labels: Readonly<Record<string, string>>,
+  kept: readonly string[],
+): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const name of kept) {
+    const value = labels[name];
+    if (value !== undefined) picked[name] = value;
+  }
+  return picked;
 }
 
 function kindName(kind: ManagedKind | KindRef): string {

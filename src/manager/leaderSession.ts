@@ -6,7 +6,7 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { EventRecorder, type KubeClient, OwnedObjectWatcher } from '../kube/index.ts';
 import { ObjectCache } from '../kube/objectCache.ts';
-import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
+import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
 import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
 import { InventoryStore, inventoryName } from '../reconcile/inventoryStore.ts';
@@ -72,6 +72,12 @@ interface Parts {
    */
   readonly watchers: Map<string, readonly OwnedObjectWatcher[]>;
 }
+
+/**
+ * What the watchers remember of each object for a missed deletion, and a pod summary keeps: the
+ * labels that say whose it is (the deployment to wake, the cache's index, the component).
+ */
+const REMEMBERED_LABELS = [LABEL_LISTENER_ID, LABEL_DEPLOYMENT_ID, LABEL_COMPONENT];
 
 export class LeaderSession {
   readonly #o: LeaderSessionOptions;
@@ -403,6 +409,7 @@ export class LeaderSession {
       kinds,
       namespaces: [namespace],
       labelSelector,
+      keptLabels: REMEMBERED_LABELS,
       // Handlers only record and enqueue: a hand edit or deletion of an owned object wakes its
       // deployment, whose reconcile then reads the object from the cache. The echo of the
       // agent's own write is no news (the cache has it already) and wakes nothing.
@@ -425,8 +432,9 @@ export class LeaderSession {
       kinds: OBSERVED_KINDS,
       namespaces: [namespace],
       labelSelector,
+      keptLabels: REMEMBERED_LABELS,
       onEvent: (event) => {
-        parts.cache.observe({ type: event.type, object: podSummary(event.object) });
+        parts.cache.observe({ type: event.type, object: podSummary(event.object, REMEMBERED_LABELS) });
       },
     });
     parts.watchers.set(namespace, [owned, pods]);

@@ -54,7 +54,7 @@ export function podProblemReasons(pod: unknown): string[] {
  * PodScheduled condition, each container's waiting reason): the watch cache holds every pod of
  * the listener, and a whole pod is some ten times the size.
  */
-export function podSummary(pod: LiveKubeObject): LiveKubeObject {
+export function podSummary(pod: LiveKubeObject, keptLabels?: readonly string[]): LiveKubeObject {
   const parsed = PodStatusFields.safeParse(pod);
   const status = parsed.success ? parsed.data.status : undefined;
   const containers = (statuses: z.infer<typeof ContainerStatus>[] | undefined) =>
@@ -63,7 +63,7 @@ export function podSummary(pod: LiveKubeObject): LiveKubeObject {
       state: c.state?.waiting ? { waiting: { reason: c.state.waiting.reason } } : {},
     }));
   return {
-    ...skeleton(pod),
+    ...skeleton(pod, keptLabels),
     status: {
       phase: status?.phase,
       conditions: status?.conditions

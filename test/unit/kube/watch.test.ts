@@ -111,6 +111,21 @@ describe('OwnedObjectWatcher', () => {
     await until('event after relist', () => events.includes('ADDED d'));
   });
 
+  it('a deletion noticed by a relist carries only the labels it was told to remember', async () => {
+    const seen: OwnedObjectEvent[] = [];
+    fake.put('a');
+    startWatcher({ keptLabels: [], onEvent: (event) => seen.push(event) });
+    await until('watch open', () => fake.openWatches === 1);
+    fake.removeQuietly('a');
+    fake.watchScripts.push({ watchError: 410, reason: 'Expired' });
+    fake.cutWatches();
+    await until('the missed deletion', () => seen.some((event) => event.type === 'DELETED'));
+    expect(seen.map((event) => [event.type, event.object.metadata.labels])).toEqual([
+      ['ADDED', { owner: 'test' }],
+      ['DELETED', {}],
+    ]);
+  });
+
   it('backs off exponentially (capped) after repeated errors, then recovers', async () => {
     for (let i = 0; i < 5; i++) fake.watchScripts.push({ status: 500, reason: 'InternalError' });
     startWatcher();
