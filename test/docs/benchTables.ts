@@ -7,6 +7,8 @@ const SyncResult = z.looseObject({
   deployments: z.number(),
   objects: z.number().optional(),
   note: z.string().optional(),
+  /** The start of the `--runs` series the run belongs to (each run's order of clients rotated). */
+  series: z.string().optional(),
   coldSync: z.looseObject({
     appliedS: z.number(),
     agentCpuAtAppliedS: z.number().optional(),
@@ -17,7 +19,11 @@ const SyncResult = z.looseObject({
   coldRequestsPerDeployment: z.record(z.string(), z.number()).optional(),
   steady: z.looseObject({ writesExceptLease: z.number() }).optional(),
   changeToApplied: z.looseObject({ p99Ms: z.number() }).optional(),
-  memory: z.looseObject({ peakRssMiB: z.number(), peakHeapUsedMiB: z.number().optional() }),
+  memory: z.looseObject({
+    peakRssMiB: z.number(),
+    peakHeapUsedMiB: z.number().optional(),
+    peakGrowthKiBPerDeployment: z.number().nullable().optional(),
+  }),
 });
 export type SyncResult = z.infer<typeof SyncResult>;
 
@@ -122,4 +128,66 @@ export function benchTableMarkdown(results: readonly SyncResult[]): string {
     lines.push('');
   }
   return lines.join('\n');
+}
+
+function median(values: readonly number[]): number | undefined {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return undefined;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
+}
+
+/** One row per `--runs` series (its runs' orders rotated), newest first: the medians the targets judge. */
+export function benchMediansMarkdown(results: readonly SyncResult[]): string {
+  const series = new Map<string, SyncResult[]>();
+  for (const r of results) if (r.series) series.set(r.series, [...(series.get(r.series) ?? []), r]);
+  const rows = [...series.entries()]
+    .sort(([a], [b]) => b.localeCompare(a))
+    .map(([start, runs]) => {
+      const n = runs[0]?.deployments ?? 1;
+      const of = (pick: (r: SyncResult) => number | null | undefined) =>
+        median(runs.map((r) => pick(r) ?? Number.NaN));
+      return [
+        start.slice(0, 16).replace('T', ' '),
+        n.toLocaleString('en-US'),
+        String(runs.length),
+        fixed(
+          of((r) => r.coldSync.appliedS),
+          1,
+        ),
+        fixed(
+          of((r) => (r.floorS ? r.coldSync.appliedS / r.floorS : undefined)),
+          2,
+        ),
+        fixed(
+          of((r) => (r.kubectlS ? r.kubectlS / r.coldSync.appliedS : undefined)),
+          2,
+        ),
+        fixed(
+          of((r) => Number(requestsPerDeployment(r))),
+          1,
+        ),
+        fixed(
+          of((r) => ((r.coldSync.agentCpuAtAppliedS ?? Number.NaN) * 1000) / n),
+          1,
+        ),
+        fixed(
+          of((r) => r.memory.peakRssMiB),
+          0,
+        ),
+        fixed(
+          of((r) => r.memory.peakGrowthKiBPerDeployment),
+          1,
+        ),
+      ]
+        .join(' | ')
+        .replace(/^/, '| ')
+        .concat(' |');
+    });
+  return [
+    '| series (UTC) | N | runs | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
 }

@@ -2,7 +2,13 @@
 // benchmark tables). `--check` writes nothing and exits 1 when a page is stale.
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type BenchResult, benchTableMarkdown, microTableMarkdown, parseBenchResult } from './benchTables.ts';
+import {
+  type BenchResult,
+  benchMediansMarkdown,
+  benchTableMarkdown,
+  microTableMarkdown,
+  parseBenchResult,
+} from './benchTables.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
 import { replaceRegion } from './regions.ts';
@@ -33,6 +39,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
     ['bench/README.md', 'render-poll-results', microTableMarkdown(micro)],
+    ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
   ];
   const pages = new Map<string, GeneratedPage>();

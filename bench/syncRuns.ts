@@ -1,0 +1,95 @@
+// `bench:sync --runs N`: N runs of the sync benchmark, each a fresh cluster and its own record,
+// the order of agent, floor and kubectl rotated so that each goes first once in every three (the
+// first meets a cold API server, the later ones the pods of the earlier ones); then the medians,
+// judged against issue 20's targets.
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+
+const ROTATIONS = ['agent,floor,kubectl', 'floor,kubectl,agent', 'kubectl,agent,floor'] as const;
+
+interface RunRecord {
+  readonly deployments: number;
+  readonly coldSync: { readonly appliedS: number; readonly agentCpuAtAppliedS?: number };
+  readonly ratios: { readonly agentOverFloor?: number; readonly kubectlOverAgent?: number };
+  readonly coldRequestsPerDeployment: Readonly<Record<string, number>>;
+  readonly memory: { readonly peakRssMiB: number; readonly peakGrowthKiBPerDeployment?: number };
+}
+
+/** The median of a few numbers (the middle one, or the mean of the two middle ones). */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] ?? Number.NaN)
+    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
+}
+
+/** `args` without `--runs`, `--order` and `--series` (each with its value). */
+function withoutDriverFlags(args: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    const name = arg.split('=')[0];
+    if (name === '--runs' || name === '--order' || name === '--series') {
+      if (!arg.includes('=')) i++;
+      continue;
+    }
+    kept.push(arg);
+  }
+  return kept;
+}
+
+/** Runs bench/sync.ts once as a child process; resolves to its record's path. */
+function runOnce(args: readonly string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [new URL('./sync.ts', import.meta.url).pathname, ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      process.stdout.write(chunk);
+      out += chunk.toString();
+    });
+    child.once('exit', (code) => {
+      const path = /^Results: (.+)$/m.exec(out)?.[1];
+      if (path) resolve(path);
+      else reject(new Error(`bench:sync run exited ${code} without a record`));
+    });
+  });
+}
+
+export async function runRotated(runs: number, argv: readonly string[]): Promise<number> {
+  const series = new Date().toISOString();
+  const base = withoutDriverFlags(argv);
+  const records: RunRecord[] = [];
+  for (let i = 0; i < runs; i++) {
+    const order = ROTATIONS[i % ROTATIONS.length] ?? ROTATIONS[0];
+    console.error(`[bench:sync] run ${i + 1} of ${runs}, order ${order}`);
+    const path = await runOnce([...base, '--order', order, '--series', series]);
+    records.push(JSON.parse(await readFile(path, 'utf8')) as RunRecord);
+  }
+  const n = records[0]?.deployments ?? 1;
+  const of = (pick: (r: RunRecord) => number | undefined) =>
+    median(records.map((r) => pick(r) ?? Number.NaN));
+  const figures = {
+    agentOverFloor: of((r) => r.ratios.agentOverFloor),
+    kubectlOverAgent: of((r) => r.ratios.kubectlOverAgent),
+    requestsPerDeployment: of((r) => Object.values(r.coldRequestsPerDeployment).reduce((a, b) => a + b, 0)),
+    cpuMsPerDeployment: of((r) => ((r.coldSync.agentCpuAtAppliedS ?? Number.NaN) * 1000) / n),
+    appliedS: of((r) => r.coldSync.appliedS),
+    peakRssMiB: of((r) => r.memory.peakRssMiB),
+    peakGrowthKiBPerDeployment: of((r) => r.memory.peakGrowthKiBPerDeployment),
+  };
+  const targets = [
+    { target: 'agent / floor ≤ 1.5', pass: figures.agentOverFloor <= 1.5 },
+    { target: 'kubectl / agent ≥ 1.5', pass: figures.kubectlOverAgent >= 1.5 },
+    { target: 'API requests per deployment ≤ 9', pass: figures.requestsPerDeployment <= 9 },
+    { target: 'agent CPU ≤ 10 ms per deployment', pass: figures.cpuMsPerDeployment <= 10 },
+    { target: 'peak RSS growth ≤ 25 KiB per deployment', pass: figures.peakGrowthKiBPerDeployment <= 25 },
+  ];
+  console.log(`\nMedians of ${runs} runs (series ${series}, orders rotated):`);
+  for (const [name, value] of Object.entries(figures))
+    console.log(`  ${name.padEnd(28)} ${value.toFixed(2)}`);
+  for (const { target, pass } of targets) console.log(`  ${pass ? 'PASS' : 'FAIL'}  ${target}`);
+  return 0;
+}
