@@ -1,7 +1,7 @@
 // What holds the agent's memory: the retained size of each instance of the agent's own classes
 // (and of the largest objects) in a V8 heap snapshot, from its dominator tree. Reads the snapshot
 // `bench:sync --heap-snapshot` writes.
-// Run: node bench/heapRetainers.ts FILE.heapsnapshot [--deployments N] [--top 25] [--inside ClassName]
+// Run: npm run bench:heap -- FILE.heapsnapshot [--deployments N] [--top 25] [--inside ClassName]
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 
@@ -15,7 +15,7 @@ const { values, positionals } = parseArgs({
 });
 const [file] = positionals;
 if (!file) {
-  console.error('usage: node bench/heapRetainers.ts FILE.heapsnapshot [--deployments N] [--top 25]');
+  console.error('usage: npm run bench:heap -- FILE.heapsnapshot [--deployments N] [--top 25]');
   process.exit(2);
 }
 
