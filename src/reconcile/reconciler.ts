@@ -240,25 +240,11 @@ export class Reconciler {
     const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
     if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
 
-    // 5. Status: the rollout, from the live objects and their pods.
-    const status = withStatusNotes(
-      await this.#rollout(deploymentId, namespace, objects, live, signal),
-      statusNotes,
-    );
-
-    // 6. Report it where it is read.
-    await this.#report.status(
-      {
-        deploymentId,
-        revisionId,
-        status,
-        main: [...live.values()].find(
-          (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
-        ),
-        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
-        justApplied: wrote,
-      },
+    // 5. Status: the rollout, from the live objects and their pods; 6. reported where it is read.
+    const status = await this.#reportRollout(
+      { deploymentId, revisionId, namespace, objects, live, notes: statusNotes, justApplied: wrote },
       logIn,
+      signal,
     );
     this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true, served });
     return status.revisionStatus === 'DEPLOYING'
@@ -287,22 +273,10 @@ export class Reconciler {
       const found = reads[i];
       if (found) live.set(entryId(entryOf(object)), found);
     }
-    const status = withStatusNotes(
-      await this.#rollout(deploymentId, namespace, objects, live, signal),
-      statusNotes,
-    );
-    await this.#report.status(
-      {
-        deploymentId,
-        revisionId,
-        status,
-        main: [...live.values()].find(
-          (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
-        ),
-        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
-        justApplied: false,
-      },
+    const status = await this.#reportRollout(
+      { deploymentId, revisionId, namespace, objects, live, notes: statusNotes, justApplied: false },
       withDeploymentFields(log, { namespace }),
+      signal,
     );
     return status.revisionStatus === 'DEPLOYING'
       ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
@@ -360,22 +334,19 @@ export class Reconciler {
   ): Promise<ReconcileOutcome> {
     const live = new Map<string, LiveKubeObject>();
     for (const step of steps) if (step.before) live.set(step.id, step.before);
-    const status = withStatusNotes(await this.#rollout(deploymentId, namespace, objects, live, signal), [
-      AGENT_CHANGE_WAITING,
-    ]);
     log.debug({ ahead: turn.ahead, retryAfterMs: turn.retryAfterMs }, 'agent change held');
-    await this.#report.status(
+    const status = await this.#reportRollout(
       {
         deploymentId,
         revisionId: revisionOf(entry),
-        status,
-        main: [...live.values()].find(
-          (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
-        ),
-        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+        namespace,
+        objects,
+        live,
+        notes: [AGENT_CHANGE_WAITING],
         justApplied: false,
       },
       log,
+      signal,
     );
     const afterMs =
       status.revisionStatus === 'DEPLOYING'
@@ -392,9 +363,7 @@ export class Reconciler {
     live: ReadonlyMap<string, LiveKubeObject>,
   ): Promise<void> {
     this.#o.metrics.agentChangesApplied.inc();
-    const main = [...live.values()].find(
-      (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
-    );
+    const main = mainWorkload(live);
     const held = turn.heldMs > 0 ? `, after waiting ${Math.round(turn.heldMs / 1000)} s for its turn` : '';
     await this.#o.events.record(
       main ?? { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
@@ -405,6 +374,42 @@ export class Reconciler {
         action: 'Apply',
       },
     );
+  }
+
+  /**
+   * The rollout of the live objects (and their pods), with the render's notes, reported where it
+   * is read (control plane, Events, the inventory's status annotation, metrics).
+   */
+  async #reportRollout(
+    rollout: {
+      readonly deploymentId: string;
+      readonly revisionId: string | undefined;
+      readonly namespace: string;
+      readonly objects: readonly KubeObject[];
+      readonly live: Map<string, LiveKubeObject>;
+      readonly notes: readonly string[];
+      readonly justApplied: boolean;
+    },
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<RolloutStatus> {
+    const { deploymentId, revisionId, namespace, objects, live, notes, justApplied } = rollout;
+    const status = withStatusNotes(
+      await this.#rollout(deploymentId, namespace, objects, live, signal),
+      notes,
+    );
+    await this.#report.status(
+      {
+        deploymentId,
+        revisionId,
+        status,
+        main: mainWorkload(live),
+        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+        justApplied,
+      },
+      log,
+    );
+    return status;
   }
 
   /** Every line about this deployment carries its id, and its revision and namespace once known. */
@@ -936,6 +941,13 @@ function takenBy(object: KubeObject, live: LiveKubeObject, deploymentId: string)
   if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
     return `${name} belongs to another deployment of this listener`;
   return undefined;
+}
+
+/** The main workload among the live objects: where a deployment's Events go. */
+function mainWorkload(live: ReadonlyMap<string, LiveKubeObject>): LiveKubeObject | undefined {
+  return [...live.values()].find(
+    (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
+  );
 }
 
 function revisionOf(entry: PresentEntry): string | undefined {
