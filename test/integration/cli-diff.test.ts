@@ -3,7 +3,6 @@
 // invalid deployment; exact outputs and exit codes, once as a real process.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -16,7 +15,15 @@ import { previewListener } from '../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { kubectl } from '../support/adminKube.ts';
-import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import {
+  app,
+  startAgent,
+  startWorld,
+  type World,
+  waitForRevision,
+  worldFlags,
+} from '../support/agentHarness.ts';
+import { textSink } from '../support/textSink.ts';
 
 let world: World;
 let agent: Agent;
@@ -24,32 +31,12 @@ let ns: string;
 
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 
-function sink(): { stream: Writable; text: () => string } {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
-
 /** The agent's flags: this listener, the emulator, the test cluster, the agent's allow-list. */
-const flags = () => [
-  '--listener-id',
-  world.listenerId,
-  '--control-plane',
-  world.emulator.url,
-  '--kubeconfig',
-  world.kubeconfigPath,
-  '--namespaces',
-  ns,
-];
+const flags = () => worldFlags(world, ns);
 
 async function diff(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = sink();
-  const stderr = sink();
+  const stdout = textSink();
+  const stderr = textSink();
   const code = await runDiffCommand([...args, ...flags()], { stdout: stdout.stream, stderr: stderr.stream });
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
@@ -371,8 +358,8 @@ describe('k8s-listener diff', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('deployment no-such-deployment is not a deployment of listener');
     // A control plane that does not answer: an error, not "differences".
-    const stdout = sink();
-    const stderr = sink();
+    const stdout = textSink();
+    const stderr = textSink();
     const unreachable = await runDiffCommand([...flags(), '--control-plane', 'http://127.0.0.1:1'], {
       stdout: stdout.stream,
       stderr: stderr.stream,

@@ -3,7 +3,6 @@
 // (with the agent stopped, so the drift stays); exact rows apart from ages, and exit codes, also
 // through real processes; --watch on a pipe and on a terminal.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
@@ -19,7 +18,9 @@ import {
   startWorld,
   type World,
   waitForRevision,
+  worldFlags,
 } from '../support/agentHarness.ts';
+import { textSink } from '../support/textSink.ts';
 
 const execFileAsync = promisify(execFile);
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
@@ -47,38 +48,11 @@ afterAll(async () => {
 });
 
 /** The configuration flags of this world, as an operator passes them. */
-const flags = () => [
-  '--listener-id',
-  world.listenerId,
-  '--control-plane',
-  world.emulator.url,
-  '--kubeconfig',
-  world.kubeconfigPath,
-  '--namespaces',
-  ns,
-];
-
-function sink(isTTY = false): {
-  stream: Writable & { isTTY?: boolean; columns?: number };
-  text: () => string;
-} {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  }) as Writable & { isTTY?: boolean; columns?: number };
-  if (isTTY) {
-    stream.isTTY = true;
-    stream.columns = 200;
-  }
-  return { stream, text: () => text };
-}
+const flags = () => worldFlags(world, ns);
 
 async function status(...args: string[]) {
-  const out = sink();
-  const err = sink();
+  const out = textSink();
+  const err = textSink();
   const code = await runStatusCommand([...args, ...flags()], { stdout: out.stream, stderr: err.stream });
   return { code, stdout: out.text(), stderr: err.text() };
 }
@@ -359,8 +333,8 @@ describe('k8s-listener status', () => {
   });
 
   it('--watch on a terminal redraws the table in place with ANSI cursor control', async () => {
-    const out = sink(true);
-    const err = sink();
+    const out = textSink(true);
+    const err = textSink();
     const stop = new AbortController();
     const running = runStatusCommand(['--watch', '--interval', '0.2', ...flags()], {
       stdout: out.stream,

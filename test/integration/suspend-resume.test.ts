@@ -2,7 +2,6 @@
 // deployment keeps a hand edit, is shown SUSPENDED with who, when and why, is counted, told by an
 // Event, stays suspended across an agent restart, and is pruned only after its resume when the
 // control plane deleted it meanwhile; the whole listener likewise; an unknown deployment is refused.
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runResumeCommand, runSuspendCommand } from '../../src/cli/suspend.ts';
@@ -11,7 +10,15 @@ import { KubeClient } from '../../src/kube/kubeClient.ts';
 import type { Agent } from '../../src/manager/agent.ts';
 import { collectDeploymentDetail, collectStatusRows } from '../../src/reconcile/statusCollector.ts';
 import { eventually } from '../support/adminKube.ts';
-import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import {
+  app,
+  startAgent,
+  startWorld,
+  type World,
+  waitForRevision,
+  worldFlags,
+} from '../support/agentHarness.ts';
+import { textSink } from '../support/textSink.ts';
 
 let world: World;
 let agent: Agent;
@@ -30,33 +37,11 @@ afterAll(async () => {
   await world?.close();
 });
 
-const flags = () => [
-  '--listener-id',
-  world.listenerId,
-  '--control-plane',
-  world.emulator.url,
-  '--kubeconfig',
-  world.kubeconfigPath,
-  '--namespaces',
-  ns,
-  '--timeout',
-  '30',
-];
-
-function sink(): { stream: Writable; text: () => string } {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
+const flags = () => [...worldFlags(world, ns), '--timeout', '30'];
 
 async function run(command: typeof runSuspendCommand, ...args: string[]) {
-  const out = sink();
-  const err = sink();
+  const out = textSink();
+  const err = textSink();
   const code = await command([...args, ...flags()], { stdout: out.stream, stderr: err.stream });
   return { code, stdout: out.text(), stderr: err.text() };
 }

@@ -167,6 +167,20 @@ export async function waitForRevision(
   );
 }
 
+/** The configuration flags of a world, as an operator passes them to a command. */
+export function worldFlags(world: World, namespace: string): string[] {
+  return [
+    '--listener-id',
+    world.listenerId,
+    '--control-plane',
+    world.emulator.url,
+    '--kubeconfig',
+    world.kubeconfigPath,
+    '--namespaces',
+    namespace,
+  ];
+}
+
 export async function deploymentNamed(world: World, id: string): Promise<Deployment | undefined> {
   return (await world.client.listAllDeployments({ deployment_ids: [id] })).items[0];
 }

@@ -1,17 +1,6 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { CheckReport, formatChecklist, runCheckCommand } from '../../../src/cli/check.ts';
-
-function capture(): { stream: Writable; text: () => string } {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
+import { textSink } from '../../support/textSink.ts';
 
 describe('check output', () => {
   it('prints ✓ lines plainly and a ✗ line with its reason and fix', () => {
@@ -42,7 +31,7 @@ describe('check output', () => {
   });
 
   it('an invalid configuration is one ✗ line naming the field, exit 1, without the API key', async () => {
-    const out = capture();
+    const out = textSink();
     const previous = process.env.K8S_LISTENER_API_KEY;
     process.env.K8S_LISTENER_API_KEY = 'super-secret-key-value';
     try {
@@ -63,7 +52,7 @@ describe('check output', () => {
   });
 
   it('--output json gives the same checks as data', async () => {
-    const out = capture();
+    const out = textSink();
     const code = await runCheckCommand(['--listener-id', 'nope', '--output', 'json'], { stdout: out.stream });
     expect(code).toBe(1);
     const report = CheckReport.parse(JSON.parse(out.text()));
@@ -75,8 +64,8 @@ describe('check output', () => {
     [['--output', 'yaml'], /--output must be text or json, not yaml/],
     [['--no-such-flag'], /Unknown option '--no-such-flag'/],
   ])('%j is a usage error: exit 2, the reason and the usage on stderr', async (argv, reason) => {
-    const out = capture();
-    const err = capture();
+    const out = textSink();
+    const err = textSink();
     expect(await runCheckCommand(argv, { stdout: out.stream, stderr: err.stream })).toBe(2);
     expect(out.text()).toBe('');
     expect(err.text()).toMatch(reason);
