@@ -40,12 +40,18 @@ export interface ObjectCacheOptions {
    * without the fields of metadata and conditions nobody reads. Absent: every kind keeps them.
    */
   readonly statusKinds?: readonly string[];
+  /**
+   * The kinds whose body nobody reads from the cache (the inventories' ConfigMaps: their store
+   * keeps what they record): held without it from the first event, as if checked.
+   */
+  readonly bodylessKinds?: readonly string[];
 }
 
 export class ObjectCache implements ObjectReader {
   readonly #indexLabel: string;
   readonly #indexedKinds: ReadonlySet<string> | undefined;
   readonly #statusKinds: ReadonlySet<string> | undefined;
+  readonly #bodylessKinds: ReadonlySet<string>;
   readonly #objects = new Map<string, LiveKubeObject>();
   /** `kind/namespace/label value` → keys of the objects carrying it. */
   readonly #index = new Map<string, Set<string>>();
@@ -62,6 +68,7 @@ export class ObjectCache implements ObjectReader {
     this.#indexLabel = options.indexLabel;
     this.#indexedKinds = options.indexedKinds && new Set(options.indexedKinds);
     this.#statusKinds = options.statusKinds && new Set(options.statusKinds);
+    this.#bodylessKinds = new Set(options.bodylessKinds);
   }
 
   get size(): number {
@@ -154,9 +161,10 @@ export class ObjectCache implements ObjectReader {
     // The same body as checked (another uid cannot have it: checked anew): held slim again.
     const checkedBody = this.#checkedBodies.get(key);
     if (
-      checkedBody !== undefined &&
-      held?.metadata.uid === object.metadata.uid &&
-      bodyDigest(stored) === checkedBody
+      this.#bodylessKinds.has(stored.kind) ||
+      (checkedBody !== undefined &&
+        held?.metadata.uid === object.metadata.uid &&
+        bodyDigest(stored) === checkedBody)
     )
       this.#hold(key, stored);
     else {

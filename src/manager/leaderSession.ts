@@ -209,6 +209,8 @@ export class LeaderSession {
       indexLabel: LABEL_DEPLOYMENT_ID,
       indexedKinds: OWNED_LISTED_KINDS,
       statusKinds: STATUS_READ_KINDS,
+      // The inventories: their store holds what they record; the cache, who owns them.
+      bodylessKinds: ['ConfigMap'],
     });
     const reconciler = new Reconciler({
       kube,

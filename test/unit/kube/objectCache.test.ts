@@ -222,6 +222,24 @@ describe('ObjectCache: what it holds', () => {
     expect(cache.get(ref)?.metadata.uid).toBe('u1');
   });
 
+  it('holds the kinds whose body nobody reads without it from the first event', () => {
+    const cache = new ObjectCache({ indexLabel: 'deployment', bodylessKinds: ['ConfigMap'] });
+    const configMap = {
+      ...service('10', 'c1'),
+      kind: 'ConfigMap',
+      metadata: { ...service('10', 'c1').metadata, annotations: { status: 'DEPLOYED' } },
+      data: { inventory: '{"entries":[]}' },
+    } as unknown as LiveKubeObject;
+    cache.observe({ type: 'ADDED', object: configMap });
+    const held = cache.get({ ...ref, kind: 'ConfigMap' });
+    expect(held).not.toHaveProperty('data');
+    expect(held?.metadata.annotations).toEqual({ status: 'DEPLOYED' });
+    expect(held && cache.isSlim(held)).toBe(true);
+    // Other kinds keep theirs until checked.
+    cache.observe({ type: 'ADDED', object: { ...configMap, kind: 'Secret' } as LiveKubeObject });
+    expect(cache.get({ ...ref, kind: 'Secret' })).toHaveProperty('data');
+  });
+
   it('keeps the status only of the kinds whose status is read, without the fields nobody reads', () => {
     const cache = new ObjectCache({ indexLabel: 'deployment', statusKinds: ['Deployment'] });
     const condition = {
