@@ -41,6 +41,11 @@ export interface ObjectCacheOptions {
    */
   readonly statusKinds?: readonly string[];
   /**
+   * With `statusKinds`: the condition types whose message and transition time are read; the
+   * others keep type, status and reason.
+   */
+  readonly detailedConditions?: readonly string[];
+  /**
    * The kinds whose body nobody reads from the cache (the inventories' ConfigMaps: their store
    * keeps what they record): held without it from the first event, as if checked.
    */
@@ -52,6 +57,7 @@ export class ObjectCache implements ObjectReader {
   readonly #indexedKinds: ReadonlySet<string> | undefined;
   readonly #statusKinds: ReadonlySet<string> | undefined;
   readonly #bodylessKinds: ReadonlySet<string>;
+  readonly #detailedConditions: ReadonlySet<string>;
   readonly #objects = new Map<string, LiveKubeObject>();
   /** `kind/namespace/label value` → keys of the objects carrying it. */
   readonly #index = new Map<string, Set<string>>();
@@ -69,6 +75,7 @@ export class ObjectCache implements ObjectReader {
     this.#indexedKinds = options.indexedKinds && new Set(options.indexedKinds);
     this.#statusKinds = options.statusKinds && new Set(options.statusKinds);
     this.#bodylessKinds = new Set(options.bodylessKinds);
+    this.#detailedConditions = new Set(options.detailedConditions);
   }
 
   get size(): number {
@@ -196,11 +203,13 @@ export class ObjectCache implements ObjectReader {
     }
     const status = object.status;
     if (!isRecord(status) || !Array.isArray(status.conditions)) return object;
-    // lastUpdateTime and observedGeneration of a condition: read by nobody, held by every workload.
+    // Most conditions are read for their type, status and reason alone; every workload holds them.
     const conditions = status.conditions.map((condition: unknown) => {
       if (!isRecord(condition)) return condition;
-      const { lastUpdateTime: _updated, lastProbeTime: _probed, ...kept } = condition;
-      return kept;
+      const { type, status: conditionStatus, reason, message, lastTransitionTime } = condition;
+      return this.#detailedConditions.has(String(type))
+        ? { type, status: conditionStatus, reason, message, lastTransitionTime }
+        : { type, status: conditionStatus, reason };
     });
     return { ...object, status: { ...status, conditions } };
   }

@@ -32,7 +32,7 @@ import type { RenderConfig } from '../render/index.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
-import { STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
+import { DETAILED_CONDITIONS, STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
 import { sleep } from '../sleep.ts';
 import { loadDigestKey } from './digestKey.ts';
@@ -209,6 +209,7 @@ export class LeaderSession {
       indexLabel: LABEL_DEPLOYMENT_ID,
       indexedKinds: OWNED_LISTED_KINDS,
       statusKinds: STATUS_READ_KINDS,
+      detailedConditions: DETAILED_CONDITIONS,
       // The inventories: their store holds what they record; the cache, who owns them.
       bodylessKinds: ['ConfigMap'],
     });

@@ -221,6 +221,12 @@ const CHECKS: Record<string, KindCheck> = {
   'networking.k8s.io/Ingress': alwaysCurrent,
 };
 
+/**
+ * The condition types whose message and transition time the checks above read; of the others
+ * they read only type, status and reason.
+ */
+export const DETAILED_CONDITIONS = ['ReplicaFailure', 'AbleToScale'] as const;
+
 /** The kinds whose `status` the checks above (and the pod problems) read: caches may drop the rest. */
 export const STATUS_READ_KINDS = [
   'Deployment',

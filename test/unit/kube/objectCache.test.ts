@@ -241,7 +241,11 @@ describe('ObjectCache: what it holds', () => {
   });
 
   it('keeps the status only of the kinds whose status is read, without the fields nobody reads', () => {
-    const cache = new ObjectCache({ indexLabel: 'deployment', statusKinds: ['Deployment'] });
+    const cache = new ObjectCache({
+      indexLabel: 'deployment',
+      statusKinds: ['Deployment'],
+      detailedConditions: ['ReplicaFailure'],
+    });
     const condition = {
       type: 'Available',
       status: 'True',
@@ -252,7 +256,9 @@ describe('ObjectCache: what it holds', () => {
     };
     const withStatus = (kind: string, uid: string) =>
       ({
-        ...service('10', uid, { status: { replicas: 1, conditions: [condition] } }),
+        ...service('10', uid, {
+          status: { replicas: 1, conditions: [condition, { ...condition, type: 'ReplicaFailure' }] },
+        }),
         kind,
         metadata: { ...service('10', uid).metadata, creationTimestamp: '2026-11-25T06:59:59Z' },
       }) as LiveKubeObject;
@@ -262,8 +268,9 @@ describe('ObjectCache: what it holds', () => {
     expect(deployment.status).toEqual({
       replicas: 1,
       conditions: [
+        { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable' },
         {
-          type: 'Available',
+          type: 'ReplicaFailure',
           status: 'True',
           reason: 'MinimumReplicasAvailable',
           message: 'Deployment has minimum availability.',
