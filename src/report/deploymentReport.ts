@@ -115,6 +115,13 @@ export class DeploymentReport {
     // per step would cost a rollout of many deployments most of its API requests. A failure's
     // message is its explanation: each one is told.
     if (this.#told.get(deploymentId) === transition) return;
+    // A rollout's routine start is no Event: its workloads' controllers tell it (ScalingReplicaSet),
+    // the control plane and `status` have it, and at a cold sync it would be one write more per
+    // deployment. Its outcome and each warning sign are told.
+    if (status.revisionStatus === 'DEPLOYING' && isRoutine(status.reason)) {
+      this.#told.set(deploymentId, transition);
+      return;
+    }
     // The annotation records the outcomes the cluster was told (DEPLOYED, DEPLOY_FAILED): after a
     // restart, one it already holds is not told again (no Event per deployment at each start). A
     // rollout's start and its warning signs are told by Events alone — a write per rollout fewer;
@@ -131,7 +138,8 @@ export class DeploymentReport {
       return;
     }
     await this.#o.events.record(main, {
-      type: status.revisionStatus === 'DEPLOY_FAILED' ? 'Warning' : 'Normal',
+      // Only a warning sign tells a rollout in progress (above).
+      type: status.revisionStatus === 'DEPLOYED' ? 'Normal' : 'Warning',
       reason:
         status.revisionStatus === 'DEPLOY_FAILED'
           ? 'RolloutFailed'
@@ -213,6 +221,10 @@ function transitionKey(
   reason: string | undefined,
   message: string | undefined,
 ): string {
-  const told = reason === undefined || isRoutineProgress(reason) ? '' : reason;
+  const told = isRoutine(reason) ? '' : reason;
   return JSON.stringify([revisionId ?? '', status, told, status === 'DEPLOY_FAILED' ? message : '']);
+}
+
+function isRoutine(reason: string | undefined): boolean {
+  return reason === undefined || isRoutineProgress(reason);
 }

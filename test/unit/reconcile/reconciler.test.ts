@@ -79,10 +79,11 @@ describe('the reconciler at the edges (in memory)', () => {
     expect(cluster.names('ConfigMap')).toEqual([`ConfigMap/${NAMESPACE}/k8s-listener-inv-${deployment.id}`]);
     expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
     expect((await reported()).map((r) => r.revision_status)).toEqual(['DEPLOYING']);
-    // The rollout it just started is told in the cluster at the next look, if still rolling out.
+    // A routine rollout is no Event, at the reconcile that started it nor at the next look: its
+    // outcome is (the workloads' controllers tell its steps).
     expect(events).toEqual([]);
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
-    expect(events).toEqual(['RollingOut']);
+    expect(events).toEqual([]);
   });
 
   it('1. an abort (a lost lease) mid-reconcile is its own outcome: nothing reported, nothing recorded', async () => {

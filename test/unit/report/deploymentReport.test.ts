@@ -18,7 +18,12 @@ const annotated = { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'apps', name
 const status = (revisionStatus: RolloutStatus['revisionStatus'], message: string): RolloutStatus => ({
   revisionStatus,
   deploymentStatus: undefined,
-  reason: revisionStatus === 'DEPLOY_FAILED' ? 'ApplyRejected' : 'Current',
+  reason:
+    revisionStatus === 'DEPLOY_FAILED'
+      ? 'ApplyRejected'
+      : revisionStatus === 'DEPLOYING'
+        ? 'WaitingForAvailable'
+        : 'Current',
   message,
 });
 
@@ -84,8 +89,8 @@ describe('DeploymentReport', () => {
       'DEPLOYED',
       'DEPLOYED',
     ]);
-    // Progress within DEPLOYING is no transition: one RollingOut Event.
-    expect(events).toEqual(['RollingOut', 'RolloutComplete']);
+    // A routine rollout is no Event, its steps no transition: its outcome is told.
+    expect(events).toEqual(['RolloutComplete']);
     expect(await annotation()).toMatchObject({ revisionId: 'r1', status: 'DEPLOYED', message: 'available' });
     expect(await gauge('DEPLOYED')).toBe(1);
     expect(await gauge('DEPLOYING')).toBe(0);
@@ -102,7 +107,7 @@ describe('DeploymentReport', () => {
     expect(await annotation()).toMatchObject({ message: 'pod web-1: ImagePullBackOff for 2m' });
     await send('r2', status('DEPLOYING', '0 of 1 updated'));
     await send('r2', status('DEPLOYING', '0 of 1 ready'));
-    expect(events).toEqual(['RollingOut', 'RolloutFailed', 'RolloutFailed', 'RollingOut']);
+    expect(events).toEqual(['RolloutFailed', 'RolloutFailed']);
     // The last outcome stays recorded while the next revision rolls out.
     expect(await annotation()).toMatchObject({ revisionId: 'r1', status: 'DEPLOY_FAILED' });
   });
@@ -125,24 +130,32 @@ describe('DeploymentReport', () => {
     await send('WaitingForAvailable', 'main: 0 of 2 updated replicas available');
     await send('ClaimPending', 'database: claim data-0 is Pending');
     expect(recorded).toHaveLength(4);
-    expect(events).toEqual(['RollingOut']);
+    // Routine steps are no Event; a warning sign is, once.
+    expect(events).toEqual([]);
     await send('ReplicaFailure', 'main: pods "web-1" is forbidden: exceeded quota');
-    expect(events).toEqual(['RollingOut', 'RollingOut']);
+    await send('ReplicaFailure', 'main: pods "web-1" is forbidden: exceeded quota');
+    expect(events).toEqual(['RollingOut']);
     // Told by Events alone while DEPLOYING: no annotation write.
     expect(await annotation()).toBeUndefined();
   });
 
-  it('tells a rollout just applied at the next look, and only if it is still rolling out then', async () => {
+  it('tells a warning sign of a rollout just applied at the next look, if it is still there', async () => {
     const { main, report, recorded, events, annotation } = await setUp();
+    const warning: RolloutStatus = {
+      revisionStatus: 'DEPLOYING',
+      deploymentStatus: undefined,
+      reason: 'ReplicaFailure',
+      message: 'main: pods "web-1" is forbidden: exceeded quota',
+    };
     const send = (s: RolloutStatus, justApplied: boolean) =>
       report.status({ deploymentId: 'd1', revisionId: 'r1', status: s, main, annotated, justApplied }, log);
-    await send(status('DEPLOYING', '0 of 1 updated'), true);
+    await send(warning, true);
     expect(recorded.map((r) => r.revision_status)).toEqual(['DEPLOYING']);
     expect(events).toEqual([]);
     expect(await annotation()).toBeUndefined();
-    await send(status('DEPLOYING', '0 of 1 updated'), false);
+    await send(warning, false);
     expect(events).toEqual(['RollingOut']);
-    // A rollout done by its next look is told done, never rolling out.
+    // A rollout done by its next look is told done.
     await send(status('DEPLOYED', 'available'), true);
     expect(events).toEqual(['RollingOut', 'RolloutComplete']);
   });
@@ -166,9 +179,10 @@ describe('DeploymentReport', () => {
     await again.status({ ...sent, status: status('DEPLOYED', 'available') }, log);
     expect(first.events).toEqual(['RolloutComplete']);
     expect(await first.annotation()).toEqual(annotationBefore);
-    // A new revision is told.
+    // A new revision's outcome is told.
     await again.status({ ...sent, revisionId: 'r2', status: status('DEPLOYING', '0 of 1 updated') }, log);
-    expect(first.events).toEqual(['RolloutComplete', 'RollingOut']);
+    await again.status({ ...sent, revisionId: 'r2', status: status('DEPLOYED', 'available') }, log);
+    expect(first.events).toEqual(['RolloutComplete', 'RolloutComplete']);
   });
 
   it('a failure without objects is reported, with no Event and no annotation', async () => {
