@@ -9,6 +9,7 @@ import {
   microTableMarkdown,
   parseBenchResult,
 } from './benchTables.ts';
+import { alertsTableMarkdown } from './alertsTable.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
 import { replaceRegion } from './regions.ts';
@@ -38,6 +39,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
   const regions: [string, string, string][] = [
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
+    ['docs/operating.md', 'alerts', alertsTableMarkdown(await read('deploy/monitoring/prometheus-rule.yaml'))],
     ['bench/README.md', 'render-poll-results', microTableMarkdown(micro)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
