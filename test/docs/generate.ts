@@ -1,7 +1,8 @@
-// `npm run docs`: writes the generated regions of the docs (configuration reference, chart values,
+// `npm run docs`: writes the generated regions of the docs (configuration reference, chart values, alerts,
 // benchmark tables). `--check` writes nothing and exits 1 when a page is stale.
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { alertsTableMarkdown } from './alertsTable.ts';
 import {
   type BenchResult,
   benchMediansMarkdown,
@@ -9,7 +10,6 @@ import {
   microTableMarkdown,
   parseBenchResult,
 } from './benchTables.ts';
-import { alertsTableMarkdown } from './alertsTable.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
 import { replaceRegion } from './regions.ts';
@@ -39,7 +39,11 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
   const regions: [string, string, string][] = [
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
-    ['docs/operating.md', 'alerts', alertsTableMarkdown(await read('deploy/monitoring/prometheus-rule.yaml'))],
+    [
+      'docs/operating.md',
+      'alerts',
+      alertsTableMarkdown(await read('deploy/monitoring/prometheus-rule.yaml')),
+    ],
     ['bench/README.md', 'render-poll-results', microTableMarkdown(micro)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
