@@ -464,6 +464,18 @@ try {
       return samples;
     };
 
+    // A long cold sync says how far it is each minute (and, if the agent is killed, how far it got).
+    const progress = setInterval(() => {
+      void procStatus(pid).then((status) => {
+        const deployed = emulator
+          .state()
+          .deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED');
+        log(
+          `progress: ${deployed.length} of ${N} DEPLOYED; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB`,
+        );
+      });
+    }, 60_000);
+    progress.unref();
     // Cold sync: every object applied (the agent's apply counter), then every revision DEPLOYED.
     await until(
       'every object applied',
@@ -480,13 +492,15 @@ try {
     );
     const deployedCount = () =>
       emulator.state().deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED').length;
+    // After the floor or kubectl, the controllers bring up their copies' pods before the agent's.
     await until(
       'every revision DEPLOYED',
       async () => (deployedCount() === N ? true : undefined),
-      PHASE_TIMEOUT_MS,
+      PHASE_TIMEOUT_MS * (ORDER.indexOf('agent') + 1),
       500,
     );
     const deployedMs = performance.now() - started;
+    clearInterval(progress);
     const afterCold = await scrape();
     log(`every revision DEPLOYED after ${seconds(deployedMs)} s`);
     const live = (await admin.list('Deployment', { namespace: NAMESPACES[0] })).length;
@@ -833,3 +847,6 @@ try {
   await emulator.close();
   await cluster.stop();
 }
+// A handle still open after the teardown (one kept a run of a --runs series alive, idle, after
+// its record was written and the cluster stopped) must not hold up the series that waits for it.
+process.exit(process.exitCode ?? 0);

@@ -46,11 +46,16 @@ function runOnce(args: readonly string[]): Promise<string> {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
+    let linger: NodeJS.Timeout | undefined;
     child.stdout.on('data', (chunk: Buffer) => {
       process.stdout.write(chunk);
       out += chunk.toString();
+      // Its record is written: a run that does not end within a minute is stopped, not waited on.
+      if (linger === undefined && /^Results: /m.test(out))
+        linger = setTimeout(() => child.kill('SIGTERM'), 60_000);
     });
     child.once('exit', (code) => {
+      clearTimeout(linger);
       const path = /^Results: (.+)$/m.exec(out)?.[1];
       if (path) resolve(path);
       else reject(new Error(`bench:sync run exited ${code} without a record`));

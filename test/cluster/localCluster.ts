@@ -333,7 +333,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     // Stop in reverse order of dependency: clients of the apiserver first, etcd last.
     for (const component of [...components].reverse()) {
       const pid = component.process.pid;
-      if (pid === undefined || component.process.exitCode !== null) continue;
+      // One ended by a signal has no exit code, and its 'exit' has been emitted: not waited for.
+      const gone = component.process.exitCode !== null || component.process.signalCode !== null;
+      if (pid === undefined || gone) continue;
       const exited = new Promise<void>((resolve) => component.process.once('exit', () => resolve()));
       try {
         process.kill(-pid, 'SIGTERM');

@@ -9,6 +9,10 @@ const SyncResult = z.looseObject({
   note: z.string().optional(),
   /** The start of the `--runs` series the run belongs to (each run's order of clients rotated). */
   series: z.string().optional(),
+  /** Which client went first: the first meets a quiet cluster, the later ones the pods of the earlier. */
+  order: z.array(z.string()).optional(),
+  /** The local controller manager's request rate (unset: its default, 20). */
+  clusterControllerManagerQps: z.number().optional(),
   coldSync: z.looseObject({
     appliedS: z.number(),
     agentCpuAtAppliedS: z.number().optional(),
@@ -81,6 +85,8 @@ const fixed = (value: number | null | undefined, digits: number) =>
   value === null || value === undefined ? '–' : value.toFixed(digits);
 const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
+const controllerQps = (result: SyncResult) => String(result.clusterControllerManagerQps ?? 20);
+
 function requestsPerDeployment(result: SyncResult): string {
   const counts = result.coldRequestsPerDeployment;
   if (!counts) return '–';
@@ -100,8 +106,8 @@ export function benchTableMarkdown(results: readonly SyncResult[]): string {
     lines.push(
       `#### N = ${n.toLocaleString('en-US')}`,
       '',
-      '| run (UTC) | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB | note |',
-      '|---|---|---|---|---|---|---|---|---|---|',
+      '| run (UTC) | order, controller qps | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB | note |',
+      '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const r of runs) {
       const floor = r.floorS ?? undefined;
@@ -110,6 +116,7 @@ export function benchTableMarkdown(results: readonly SyncResult[]): string {
       lines.push(
         [
           r.startedAt.slice(0, 16).replace('T', ' '),
+          `${r.order?.join(' ') ?? 'agent floor kubectl'}, ${controllerQps(r)}`,
           `${fixed(applied, 1)} (${fixed(r.coldSync.agentCpuAtAppliedS, 1)})`,
           `${fixed(floor, 1)} / ${fixed(kubectl, 1)}`,
           floor ? fixed(applied / floor, 2) : '–',
@@ -141,7 +148,10 @@ function median(values: readonly number[]): number | undefined {
 export function benchMediansMarkdown(results: readonly SyncResult[]): string {
   const series = new Map<string, SyncResult[]>();
   for (const r of results) if (r.series) series.set(r.series, [...(series.get(r.series) ?? []), r]);
+  // A series cut short (a run that failed) has no median of rotated orders: its runs are listed
+  // with the others, not here.
   const rows = [...series.entries()]
+    .filter(([, runs]) => runs.length >= 3)
     .sort(([a], [b]) => b.localeCompare(a))
     .map(([start, runs]) => {
       const n = runs[0]?.deployments ?? 1;
@@ -151,6 +161,7 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
         start.slice(0, 16).replace('T', ' '),
         n.toLocaleString('en-US'),
         String(runs.length),
+        [...new Set(runs.map(controllerQps))].join(', '),
         fixed(
           of((r) => r.coldSync.appliedS),
           1,
@@ -185,8 +196,8 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
         .concat(' |');
     });
   return [
-    '| series (UTC) | N | runs | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
