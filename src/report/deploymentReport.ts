@@ -106,8 +106,8 @@ export class DeploymentReport {
       );
     }
     if (!main) return;
-    // A rollout just started is told by the next look at it, if it is still rolling out then:
-    // while many deployments are being applied, the applies go first.
+    // A warning sign of a rollout just started is told by the next look at it, if it is still
+    // there: while many deployments are being applied, the applies go first.
     if (report.justApplied && status.revisionStatus === 'DEPLOYING') return;
     // The cluster hears of transitions (revision, status, a warning sign's reason), not of each
     // step of progress (`CreatingReplicas`, `1 of 3 replicas ready`, `WaitingForAvailable`): the
@@ -124,8 +124,8 @@ export class DeploymentReport {
     }
     // The annotation records the outcomes the cluster was told (DEPLOYED, DEPLOY_FAILED): after a
     // restart, one it already holds is not told again (no Event per deployment at each start). A
-    // rollout's start and its warning signs are told by Events alone — a write per rollout fewer;
-    // a restart in the middle of a rollout tells its start once more.
+    // rollout's warning signs are told by Events alone — a write per rollout fewer; a restart in
+    // the middle of a rollout tells its warning sign once more.
     const kept = status.revisionStatus !== 'DEPLOYING' ? report.annotated : undefined;
     const annotated = kept && (await this.#o.objects.read(kept).catch(() => undefined));
     const previous = annotated ? annotated.metadata.annotations[ANNOTATION_STATUS] : undefined;
