@@ -464,14 +464,13 @@ try {
       return samples;
     };
 
+    const deployedCount = () =>
+      emulator.state().deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED').length;
     // A long cold sync says how far it is each minute (and, if the agent is killed, how far it got).
     const progress = setInterval(() => {
       void procStatus(pid).then((status) => {
-        const deployed = emulator
-          .state()
-          .deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED');
         log(
-          `progress: ${deployed.length} of ${N} DEPLOYED; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB`,
+          `progress: ${deployedCount()} of ${N} DEPLOYED; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB`,
         );
       });
     }, 60_000);
@@ -490,8 +489,6 @@ try {
     log(
       `every object applied after ${seconds(appliedMs)} s (agent CPU ${appliedCpuS} s, ${appliedReconciles} reconciles)`,
     );
-    const deployedCount = () =>
-      emulator.state().deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED').length;
     // After the floor or kubectl, the controllers bring up their copies' pods before the agent's.
     await until(
       'every revision DEPLOYED',

@@ -14,7 +14,7 @@ import { loadDigestKey } from '../../src/manager/digestKey.ts';
 import { previewListener } from '../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { kubectl } from '../support/adminKube.ts';
+import { eventually, kubectl } from '../support/adminKube.ts';
 import {
   app,
   startAgent,
@@ -130,6 +130,18 @@ describe('k8s-listener diff', () => {
         },
       }),
     ]);
+    // The Deployment controller answers the edit by writing its revision annotation ("2"): a diff
+    // read before that write and dry-run after it would show the controller's change too.
+    await eventually('the controller took in the hand edit', async () => {
+      const live = JSON.parse(await admin(['get', 'deployment', 'web', '-o', 'json'])) as {
+        metadata: { generation: number; annotations?: Record<string, string> };
+        status?: { observedGeneration?: number };
+      };
+      const revision = live.metadata.annotations?.['deployment.kubernetes.io/revision'];
+      return revision === '2' && live.status?.observedGeneration === live.metadata.generation
+        ? true
+        : undefined;
+    });
     const { code, stdout, stderr } = await diff('web');
     expect([code, stderr]).toEqual([1, '']);
     expect(stdout).toBe(
