@@ -1,7 +1,8 @@
 // A running agent (against the emulator and the test cluster) seen as an operator sees it: its
-// /metrics read for the values the issue names, labels bounded, and its JSON log lines about one
-// deployment carrying that deployment's fields. (That Prometheus scrapes it and that every
-// dashboard query and alert reads a series it exports: monitoring-prometheus.test.ts.)
+// /metrics accepted by `promtool check metrics` and read for the values the issue names, labels
+// bounded, and its JSON log lines about one deployment carrying that deployment's fields. (That
+// Prometheus scrapes it and that every dashboard query and alert reads a series it exports:
+// monitoring-prometheus.test.ts.)
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../../src/cli/logger.ts';
@@ -12,7 +13,8 @@ import { createMetrics } from '../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../src/version.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
-import { type MetricFamily, parseExposition } from '../support/prometheusText.ts';
+import { declaredFamilies, readSamples, type Sample, sampleValue } from '../support/metricSamples.ts';
+import { promtool } from '../support/prometheus.ts';
 
 /** The names issue 8 asks for, besides the ones the agent already had. */
 const REQUIRED = [
@@ -95,87 +97,53 @@ afterAll(async () => {
   await world?.close();
 });
 
-async function scrape(): Promise<{ text: string; families: Map<string, MetricFamily> }> {
+async function scrape(): Promise<{ text: string; samples: Sample[] }> {
   const response = await fetch(`${probes.url}/metrics`);
   expect(response.status).toBe(200);
   expect(response.headers.get('content-type')).toContain('text/plain');
   const text = await response.text();
-  return { text, families: parseExposition(text) };
-}
-
-function value(
-  families: Map<string, MetricFamily>,
-  family: string,
-  series: string,
-  labels: Record<string, string>,
-) {
-  return families
-    .get(family)
-    ?.samples.find((s) => s.name === series && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-    ?.value;
+  return { text, samples: readSamples(text) };
 }
 
 describe('/metrics of a running agent', () => {
-  it('parses as Prometheus text and has every metric named in the issue', async () => {
-    const { families } = await scrape();
-    const missing = REQUIRED.filter((name) => !families.has(name));
-    expect(missing).toEqual([]);
-    expect(
-      value(families, 'k8s_listener_build_info', 'k8s_listener_build_info', { version: AGENT_VERSION }),
-    ).toBe(1);
+  it('passes `promtool check metrics` without a complaint', async () => {
+    const result = await promtool(['check', 'metrics'], (await scrape()).text);
+    expect(result.output.trim()).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  it('has every metric named in the issue, with the values this run gave them', async () => {
+    const { text, samples } = await scrape();
+    const families = declaredFamilies(text);
+    expect(REQUIRED.filter((name) => !families.has(name))).toEqual([]);
+    const value = (name: string, labels: Record<string, string> = {}) => sampleValue(samples, name, labels);
+    expect(value('k8s_listener_build_info', { version: AGENT_VERSION })).toBe(1);
     const queue = { name: 'deployment', controller: 'deployment' };
-    expect(value(families, 'workqueue_adds_total', 'workqueue_adds_total', queue)).toBeGreaterThanOrEqual(2);
-    expect(value(families, 'workqueue_depth', 'workqueue_depth', queue)).toBeGreaterThanOrEqual(0);
-    expect(
-      value(families, 'workqueue_work_duration_seconds', 'workqueue_work_duration_seconds_count', queue),
-    ).toBeGreaterThanOrEqual(2);
+    expect(value('workqueue_adds_total', queue)).toBeGreaterThanOrEqual(2);
+    expect(value('workqueue_depth', queue)).toBeGreaterThanOrEqual(0);
+    expect(value('workqueue_work_duration_seconds_count', queue)).toBeGreaterThanOrEqual(2);
     const controller = { controller: 'deployment' };
     const total = (result: string) =>
-      value(families, 'controller_runtime_reconcile_total', 'controller_runtime_reconcile_total', {
-        ...controller,
-        result,
-      }) ?? 0;
+      value('controller_runtime_reconcile_total', { ...controller, result }) ?? 0;
     expect(total('success')).toBeGreaterThanOrEqual(1);
     expect(total('requeue_after')).toBeGreaterThanOrEqual(1); // rolling out: checked again
     expect(total('error')).toBeGreaterThanOrEqual(1); // the deployment outside the allow-list
+    expect(value('controller_runtime_terminal_reconcile_errors_total', controller)).toBeGreaterThanOrEqual(1);
     expect(
-      value(
-        families,
-        'controller_runtime_terminal_reconcile_errors_total',
-        'controller_runtime_terminal_reconcile_errors_total',
-        controller,
-      ),
-    ).toBeGreaterThanOrEqual(1);
-    expect(
-      value(
-        families,
-        'k8s_listener_control_plane_requests_total',
-        'k8s_listener_control_plane_requests_total',
-        {
-          endpoint: '/v2/deployments/{deployment_id}/revisions',
-          method: 'GET',
-          code: '200',
-        },
-      ),
+      value('k8s_listener_control_plane_requests_total', {
+        endpoint: '/v2/deployments/{deployment_id}/revisions',
+        method: 'GET',
+        code: '200',
+      }),
     ).toBeGreaterThanOrEqual(2);
     expect(
-      value(
-        families,
-        'k8s_listener_kube_request_duration_seconds',
-        'k8s_listener_kube_request_duration_seconds_count',
-        {
-          verb: 'patch',
-          kind: 'Deployment',
-        },
-      ),
+      value('k8s_listener_kube_request_duration_seconds_count', { verb: 'patch', kind: 'Deployment' }),
     ).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps labels bounded: no id, name or namespace of a deployment in any label value', async () => {
-    const { families } = await scrape();
-    const values = new Set<string>();
-    for (const family of families.values())
-      for (const sample of family.samples) for (const v of Object.values(sample.labels)) values.add(v);
+    const { samples } = await scrape();
+    const values = new Set(samples.flatMap((sample) => Object.values(sample.labels)));
     const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
     expect([...values].filter((v) => uuid.test(v))).toEqual([]);
     for (const forbidden of [

@@ -14,7 +14,7 @@ import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, FAST_RECONCILE, revisionStatus, startWorld, type World } from '../support/agentHarness.ts';
-import { type MetricFamily, parseExposition } from '../support/prometheusText.ts';
+import { readSamples, type Sample } from '../support/metricSamples.ts';
 
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
 const CYCLES = Number(process.env.SOAK_CYCLES ?? 300);
@@ -123,18 +123,13 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 }, 60_000);
 
-async function scrape(): Promise<Map<string, MetricFamily>> {
+async function scrape(): Promise<Sample[]> {
   const response = await fetch(metricsUrl);
-  return parseExposition(await response.text());
+  return readSamples(await response.text());
 }
 
-function sum(
-  families: Map<string, MetricFamily>,
-  name: string,
-  match: (labels: Readonly<Record<string, string>>) => boolean = () => true,
-): number {
-  const samples = families.get(name)?.samples ?? [];
-  return samples.filter((s) => s.name === name && match(s.labels)).reduce((total, s) => total + s.value, 0);
+function sum(samples: readonly Sample[], name: string): number {
+  return samples.filter((s) => s.name === name).reduce((total, s) => total + s.value, 0);
 }
 
 interface Snapshot {
@@ -150,29 +145,29 @@ interface Snapshot {
   readonly activeWorkers: number;
 }
 
-function snapshot(families: Map<string, MetricFamily>): Snapshot {
+function snapshot(samples: readonly Sample[]): Snapshot {
+  const named = (name: string) => samples.filter((s) => s.name === name);
   // Writes to the API server, the leader-election Lease aside.
-  const writes = (families.get('k8s_listener_kube_requests_total')?.samples ?? []).filter(
+  const writes = named('k8s_listener_kube_requests_total').filter(
     (s) => WRITE_VERBS.has(s.labels.verb ?? '') && s.labels.kind !== 'Lease',
   );
   const byType: Record<string, number> = {};
-  for (const s of families.get('k8s_listener_nodejs_active_resources')?.samples ?? [])
-    byType[s.labels.type ?? ''] = s.value;
+  for (const s of named('k8s_listener_nodejs_active_resources')) byType[s.labels.type ?? ''] = s.value;
   return {
-    heapUsed: sum(families, 'k8s_listener_nodejs_heap_size_used_bytes'),
-    rss: sum(families, 'k8s_listener_process_resident_memory_bytes'),
-    handles: sum(families, 'k8s_listener_nodejs_active_handles'),
-    resources: sum(families, 'k8s_listener_nodejs_active_resources'),
+    heapUsed: sum(samples, 'k8s_listener_nodejs_heap_size_used_bytes'),
+    rss: sum(samples, 'k8s_listener_process_resident_memory_bytes'),
+    handles: sum(samples, 'k8s_listener_nodejs_active_handles'),
+    resources: sum(samples, 'k8s_listener_nodejs_active_resources'),
     resourcesByType: byType,
-    polls: sum(families, 'k8s_listener_polls_total'),
-    depth: sum(families, 'workqueue_depth'),
+    polls: sum(samples, 'k8s_listener_polls_total'),
+    depth: sum(samples, 'workqueue_depth'),
     writesBy: Object.fromEntries(
       writes.reduce((by, w) => {
         const key = `${w.labels.verb} ${w.labels.kind}`;
         return by.set(key, (by.get(key) ?? 0) + w.value);
       }, new Map<string, number>()),
     ),
-    activeWorkers: sum(families, 'controller_runtime_active_workers'),
+    activeWorkers: sum(samples, 'controller_runtime_active_workers'),
   };
 }
 
