@@ -196,7 +196,7 @@ export class EmulatorStore {
       active_revision_id: null,
     };
     const stored: StoredDeployment = { deployment, revisions: [], tag_value_ids: [], deploy_logs: [] };
-    this.#addRevision(stored, revisionConfig, now);
+    this.#addRevision(stored, revisionConfig, now, body.source);
     this.#state.deployments.push(stored);
     return deployment;
   }
@@ -211,8 +211,16 @@ export class EmulatorStore {
     const secretReferences =
       patch.secret_references === undefined ? current.secret_references : patch.secret_references;
     this.#validateBinding(current.source, sourceConfig, secretReferences);
+    // The interface's overrides are repohost, internal_container and internal_source: an external
+    // image runs on the listener its deployment is bound to, so it neither takes nor is an override.
     if (patch.revision_source != null && sourceMeaning(current.source) === 'external_container') {
       throw invalid('revision_source', `revision_source does not apply to ${current.source} deployments`);
+    }
+    if (patch.revision_source != null && sourceMeaning(patch.revision_source) === 'external_container') {
+      throw invalid(
+        'revision_source',
+        `revision_source ${patch.revision_source} is not an override: an external image is a deployment's own source`,
+      );
     }
     const now = this.#timestamp();
     current.source_config = sourceConfig;
@@ -227,7 +235,8 @@ export class EmulatorStore {
       if (!isDeepStrictEqual(next, current.source_revision_config)) {
         current.source_revision_config = next;
         current.image_version = imageVersionOf(next);
-        this.#addRevision(stored, next, now);
+        // The override is this revision's source only; the deployment keeps its own (interface §4.6).
+        this.#addRevision(stored, next, now, patch.revision_source ?? current.source);
       }
     }
     current.updated_at = now;
@@ -243,7 +252,7 @@ export class EmulatorStore {
     stored.deployment.source_revision_config = config;
     stored.deployment.image_version = imageVersionOf(config);
     stored.deployment.updated_at = now;
-    this.#addRevision(stored, config, now);
+    this.#addRevision(stored, config, now, revision.source);
     return stored.deployment;
   }
 
@@ -353,7 +362,12 @@ export class EmulatorStore {
     return stored;
   }
 
-  #addRevision(stored: StoredDeployment, config: SourceRevisionConfig, now: string): void {
+  #addRevision(
+    stored: StoredDeployment,
+    config: SourceRevisionConfig,
+    now: string,
+    source: Revision['source'],
+  ): void {
     for (const older of stored.revisions) {
       const next = SUPERSEDED[older.status];
       if (next) {
@@ -368,7 +382,7 @@ export class EmulatorStore {
       updated_at: now,
       // A remotely reconciled revision waits for its listener; others would be built here.
       status: remote ? 'AWAITING_DEPLOY' : 'QUEUED',
-      source: stored.deployment.source,
+      source,
       source_revision_config: structuredClone(config),
     };
     stored.revisions.push(revision);

@@ -42,6 +42,20 @@ const json = (method: string, body: unknown): RequestInit => ({
   body: typeof body === 'string' ? body : JSON.stringify(body),
 });
 
+/** A deployment `langgraph deploy --push-to` made: its image in the control plane's registry. */
+async function pushedDeployment(): Promise<{ id: string; revisionId: string }> {
+  const created = await call(
+    '/v2/deployments',
+    json('POST', {
+      name: 'pushed',
+      source: 'internal_docker',
+      source_revision_config: { image_uri: 'registry.example.test/p@sha256:1111' },
+    }),
+  );
+  expect(created.status).toBe(201);
+  return { id: String(created.body.id), revisionId: String(created.body.latest_revision_id) };
+}
+
 describe('emulator', () => {
   it('ships a seed whose deployments all validate against the schemas', async () => {
     const state = EmulatorState.parse(JSON.parse(await readFile(SEED_PATH, 'utf8')));
@@ -217,6 +231,73 @@ describe('emulator', () => {
     );
     expect(bound).toMatchObject({ status: 422, body: { error: { field: 'source' } } });
   });
+
+  it('PATCH revision_source, as `langgraph deploy --push-to` sends it: a new revision of that source, the deployment’s own kept', async () => {
+    await seeded();
+    const { id, revisionId: first } = await pushedDeployment();
+    const pushed = await call(
+      `/v2/deployments/${id}`,
+      json('PATCH', {
+        source_revision_config: { image_uri: 'registry.example.test/p@sha256:2222' },
+        revision_source: 'internal_docker',
+        secrets: [],
+      }),
+    );
+    expect(pushed.status).toBe(200);
+    const second = String(pushed.body.latest_revision_id);
+    expect(second).not.toBe(first);
+    expect((await call(`/v2/deployments/${id}/revisions/${second}`)).body).toMatchObject({
+      source: 'internal_docker',
+      status: 'QUEUED',
+      source_revision_config: { image_uri: 'registry.example.test/p@sha256:2222' },
+    });
+    // An override names this revision's source only (interface §4.6): here a source build.
+    const built = await call(
+      `/v2/deployments/${id}`,
+      json('PATCH', {
+        source_revision_config: { source_tarball_path: 'uploads/p.tgz' },
+        revision_source: 'internal_source',
+      }),
+    );
+    expect(built.status).toBe(200);
+    expect(built.body.source).toBe('internal_docker');
+    const third = String(built.body.latest_revision_id);
+    expect((await call(`/v2/deployments/${id}/revisions/${third}`)).body.source).toBe('internal_source');
+    expect((await call(`/v2/deployments/${id}/revisions/${second}`)).body.status).toBe('SKIPPED');
+    // A redeploy repeats the revision, its source with it.
+    const again = await call(`/v2/deployments/${id}/revisions/${third}/redeploy`, { method: 'POST' });
+    expect(again.status).toBe(200);
+    expect((await call(`/v2/deployments/${id}/revisions/${again.body.latest_revision_id}`)).body.source).toBe(
+      'internal_source',
+    );
+  });
+
+  it.each([
+    ['on an external image’s deployment', 'external', 'internal_docker'],
+    ['of an external image', 'internal', 'external_docker'],
+    ['of a source the interface does not know', 'internal', 'floppy'],
+  ])(
+    'refuses revision_source %s: 422 naming it, with detail, and no revision made',
+    async (_, kind, source) => {
+      await seeded();
+      const id = kind === 'external' ? SEED_DEPLOYMENTS.helloWeb : (await pushedDeployment()).id;
+      const before = (await call(`/v2/deployments/${id}`)).body.latest_revision_id;
+      const refused = await call(
+        `/v2/deployments/${id}`,
+        json('PATCH', {
+          source_revision_config: { image_uri: 'registry.example.test/p@sha256:3333' },
+          revision_source: source,
+        }),
+      );
+      expect([refused.status, refused.body.error?.code, refused.body.error?.field]).toEqual([
+        422,
+        'validation_error',
+        'revision_source',
+      ]);
+      expect(refused.body.detail).toEqual(expect.stringContaining('revision_source'));
+      expect((await call(`/v2/deployments/${id}`)).body.latest_revision_id).toBe(before);
+    },
+  );
 
   it('refuses an external image without a listener where listeners exist, as the CLI expects: 400 and detail', async () => {
     await seeded();
