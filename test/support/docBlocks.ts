@@ -49,15 +49,54 @@ export function parseDocBlocks(page: string, markdown: string): DocBlock[] {
   return blocks;
 }
 
+/** Fences of shell commands: a `bash`, `shell` or `console` block is read and tested like `sh`. */
+const SHELL_LANGS: ReadonlySet<string> = new Set(['sh', 'bash', 'shell', 'console']);
+
+export function isShellBlock(block: Pick<DocBlock, 'lang'>): boolean {
+  return SHELL_LANGS.has(block.lang);
+}
+
 export async function docBlocks(page: string): Promise<DocBlock[]> {
   return parseDocBlocks(page, await readFile(join(ROOT, page), 'utf8'));
 }
 
-/** The first block of `lang` under the heading that starts with `heading`. */
+/** The first of `blocks` of `lang` (`sh`: any shell fence) under a heading that starts with `heading`. */
+export function findDocBlock(
+  blocks: readonly DocBlock[],
+  heading: string,
+  lang = 'sh',
+): DocBlock | undefined {
+  const matches = (b: DocBlock) => (lang === 'sh' ? isShellBlock(b) : b.lang === lang);
+  return blocks.find((b) => matches(b) && b.heading.startsWith(heading));
+}
+
+/** The text of the page's block that `findDocBlock` picks. */
 export async function docBlock(page: string, heading: string, lang = 'sh'): Promise<string> {
-  const found = (await docBlocks(page)).find((b) => b.lang === lang && b.heading.startsWith(heading));
+  const found = findDocBlock(await docBlocks(page), heading, lang);
   if (!found) throw new DocBlockNotFoundError(page, heading, lang);
   return found.text;
+}
+
+/** A string literal: its quote captured as `<name>Quote`, its text as `<name>`. */
+const literal = (name: string) => String.raw`(?<${name}Quote>[\x60'"])(?<${name}>.*?)\k<${name}Quote>`;
+const DOC_BLOCK_CALL = new RegExp(
+  String.raw`docBlock\(\s*${literal('page')}\s*,\s*${literal('heading')}(?:\s*,\s*${literal('lang')})?\s*,?\s*\)`,
+  'g',
+);
+
+export interface DocBlockCall {
+  readonly page: string;
+  readonly heading: string;
+  readonly lang: string;
+}
+
+/** The `docBlock(page, heading[, lang])` calls of a test's source whose arguments are string literals. */
+export function docBlockCalls(source: string): DocBlockCall[] {
+  return [...source.matchAll(DOC_BLOCK_CALL)].map(({ groups = {} }) => ({
+    page: groups.page ?? '',
+    heading: groups.heading ?? '',
+    lang: groups.lang ?? 'sh',
+  }));
 }
 
 /** A sh block's commands: one a line (`\` continues it), trailing `# comments` and blank lines dropped. */

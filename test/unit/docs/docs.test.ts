@@ -1,6 +1,7 @@
 // The README and docs/ against the code: generated reference tables are current, every command
-// block names the test that runs it (and that test reads the page), the configuration examples
-// load with the agent's own loader, and the README's two set-up commands are the ones CI runs.
+// block names the test that runs it (and that test reads the page and that block), the
+// configuration examples load with the agent's own loader, and the README's two set-up commands
+// and docs/development.md's commands are scripts of package.json and the ones CI runs.
 import { access, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +11,15 @@ import { chartValues, UndocumentedValueError } from '../../docs/chartValues.ts';
 import { configKeys } from '../../docs/configReference.ts';
 import { generatedPages } from '../../docs/generate.ts';
 import { MissingRegionError, replaceRegion } from '../../docs/regions.ts';
-import { docBlock, docBlocks, shellCommands } from '../../support/docBlocks.ts';
+import {
+  docBlock,
+  docBlockCalls,
+  docBlocks,
+  findDocBlock,
+  isShellBlock,
+  parseDocBlocks,
+  shellCommands,
+} from '../../support/docBlocks.ts';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 const read = (path: string) => readFile(join(ROOT, path), 'utf8');
@@ -58,12 +67,13 @@ describe('generated reference tables', () => {
 });
 
 describe('command blocks of the README and docs/', () => {
-  it('each name a test that exists and reads that page', async () => {
+  it('each name a test that exists and reads that page and the heading the block sits under', async () => {
     const problems: string[] = [];
     let checked = 0;
     for (const page of await pages()) {
-      for (const block of await docBlocks(page)) {
-        if (block.lang !== 'sh' && block.lang !== 'yaml') continue;
+      const blocks = await docBlocks(page);
+      for (const block of blocks) {
+        if (!isShellBlock(block) && block.lang !== 'yaml') continue;
         checked++;
         const where = `${page} (${block.heading}): ${block.text.split('\n')[0]}`;
         if (block.testedBy.length === 0) problems.push(`${where}: no <!-- tested-by: FILE --> line`);
@@ -71,17 +81,45 @@ describe('command blocks of the README and docs/', () => {
           const text = await read(file).catch(() => undefined);
           if (text === undefined) problems.push(`${where}: ${file} does not exist`);
           else if (!text.includes(page)) problems.push(`${where}: ${file} does not read ${page}`);
+          // The page alone would let a test of one block vouch for every block of its page: the
+          // test names the block's heading, or reads this very block with docBlock(page, heading).
+          else if (
+            !text.includes(block.heading) &&
+            !docBlockCalls(text).some(
+              (call) => call.page === page && findDocBlock(blocks, call.heading, call.lang) === block,
+            )
+          )
+            problems.push(`${where}: ${file} neither names the heading nor reads the block with docBlock()`);
         }
       }
     }
     expect(problems).toEqual([]);
     expect(checked).toBeGreaterThan(10);
   });
+
+  it('count a docBlock() call only for the block it picks: the first under a heading with that prefix', () => {
+    const page =
+      '# A\n## Run it\n```bash\none\n```\n## Run it again\n```console\ntwo\n```\n```yaml\nthree\n```\n';
+    const blocks = parseDocBlocks('p.md', page);
+    const calls = docBlockCalls(
+      "await docBlock('p.md', 'Run it');\nawait docBlock(\n  \"p.md\",\n  `Run it again`,\n  'yaml',\n);",
+    );
+    expect(calls).toEqual([
+      { page: 'p.md', heading: 'Run it', lang: 'sh' },
+      { page: 'p.md', heading: 'Run it again', lang: 'yaml' },
+    ]);
+    expect(calls.map((call) => findDocBlock(blocks, call.heading, call.lang)?.text)).toEqual([
+      'one',
+      'three',
+    ]);
+    expect(blocks.filter(isShellBlock).map((b) => b.text)).toEqual(['one', 'two']);
+  });
 });
 
+// The two blocks under the README's title, "k8s-listener".
 describe("the README's two commands", () => {
   it('are the demo, which demo.test.ts runs, and the test command, which .ci/run runs', async () => {
-    const [demo, test] = (await docBlocks('README.md')).filter((b) => b.lang === 'sh');
+    const [demo, test] = (await docBlocks('README.md')).filter(isShellBlock);
     expect(shellCommands(demo?.text ?? '')).toEqual(['npm ci && npm run demo']);
     expect(shellCommands(test?.text ?? '')).toEqual(['npm ci && npm test']);
     const scripts = JSON.parse(await read('package.json')).scripts as Record<string, string>;
@@ -109,21 +147,40 @@ describe('configuration examples', () => {
   });
 });
 
+/** A command as it runs, whatever flags CI adds: `--silent`, `-- <vitest args>`, `|| status=$?` cut. */
+function plainCommand(command: string): string {
+  return (
+    command
+      .split(/ -- | \|\| /)[0]
+      ?.replace(/\s--silent\b/g, '')
+      .replace(/^npm ci\b.*/, 'npm ci')
+      .trim() ?? ''
+  );
+}
+
 describe('development commands (docs/development.md)', () => {
-  it('name scripts of package.json and projects of the vitest configuration', async () => {
+  it('are scripts of package.json whose files exist, and the lint, type check and test CI and the README run', async () => {
     const scripts = JSON.parse(await read('package.json')).scripts as Record<string, string>;
     const vitest = await read('vitest.config.ts');
-    const commands = shellCommands(await docBlock('docs/development.md', 'Development'));
-    expect(commands.length).toBeGreaterThan(3);
-    for (const command of commands) {
-      for (const part of command.split('&&').map((p) => p.trim())) {
-        const script = /^npm (?:run (\S+)|(test))/.exec(part);
-        const project = /^npx vitest run --project (\S+)/.exec(part);
-        if (script) expect(scripts, part).toHaveProperty(script[1] ?? script[2] ?? '');
-        else if (project) expect(vitest, part).toContain(`name: '${project[1]}'`);
-        else expect.fail(`unrecognised command in docs/development.md: ${part}`);
-      }
+    const parts = shellCommands(await docBlock('docs/development.md', 'Development')).flatMap((command) =>
+      command.split('&&').map((part) => part.trim()),
+    );
+    expect(parts.length).toBeGreaterThan(5);
+    for (const part of parts) {
+      const name = /^npm (?:run (\S+)|(test))$/.exec(part);
+      const script = scripts[name?.[1] ?? name?.[2] ?? ''];
+      if (script === undefined) expect.fail(`docs/development.md: ${part} is not a script of package.json`);
+      // What the script runs is there: its files, and the vitest project it names.
+      for (const file of script.match(/[\w./-]+\.(?:ts|sh)\b/g) ?? []) await access(join(ROOT, file));
+      const project = /--project (\S+)/.exec(script)?.[1];
+      if (project) expect(vitest, part).toContain(`name: '${project}'`);
     }
-    await access(join(ROOT, 'test/docs/generate.ts'));
+    // CI's commands after `npm ci` are the block's; so is the README's test command.
+    const ci = [...(await read('.ci/run')).matchAll(/^npm .*$/gm)].map((m) => plainCommand(m[0]));
+    expect(ci).toEqual(['npm ci', 'npm run lint', 'npm run typecheck', 'npm test']);
+    for (const command of ci.slice(1)) expect(parts).toContain(command);
+    const readmeTest = (await docBlocks('README.md')).filter(isShellBlock)[1]?.text ?? '';
+    expect(shellCommands(readmeTest)[0]?.split('&&').map(plainCommand)).toEqual(['npm ci', 'npm test']);
+    expect(parts).toContain('npm test');
   });
 });
