@@ -86,13 +86,14 @@ export function commandControlPlaneClient(
   logger: Logger,
   command: string,
 ): ControlPlaneClient {
-  const { baseUrl, apiKey, apiKeyFile, tenantId, timeoutMs, maxResponseBytes, maxPages } =
+  const { baseUrl, apiKey, apiKeyFile, tenantId, timeoutMs, maxResponseBytes, maxPages, maxListingBytes } =
     config.controlPlane;
   return new ControlPlaneClient({
     baseUrl,
     timeoutMs,
     maxResponseBytes,
     maxPages,
+    maxListingBytes,
     ...(apiKey ? { apiKey } : {}),
     ...(apiKeyFile ? { apiKeyFile } : {}),
     ...(tenantId ? { tenantId } : {}),

@@ -41,6 +41,7 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
       timeoutMs: config.controlPlane.timeoutMs,
       maxResponseBytes: config.controlPlane.maxResponseBytes,
       maxPages: config.controlPlane.maxPages,
+      maxListingBytes: config.controlPlane.maxListingBytes,
       ...optional(config.controlPlane),
     },
     kubeconfigPath: config.kubeconfig,

@@ -56,6 +56,14 @@ export const AgentConfig = z.strictObject({
         .describe(
           'The most pages one listing may have (pages of 100); a longer listing fails, concluding nothing.',
         ),
+      maxListingBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(64 * 2 ** 20)
+        .describe(
+          "The most bytes one listing's pages may hold together (they are held until it completes); a larger listing fails, concluding nothing.",
+        ),
     })
     .describe('How the agent reaches the control plane.'),
   namespaces: z

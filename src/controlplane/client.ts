@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
 import { sleep } from '../sleep.ts';
 import { ApiKeyFile, type ApiKeySource, fixedApiKey } from './apiKey.ts';
-import { ControlPlaneError } from './errors.ts';
+import { ControlPlaneError, type ControlPlaneErrorCode } from './errors.ts';
 import { type Parsed, parseResource, type ResourceIdentity, safeParseResource } from './parse.ts';
 import { isRetryable, parseRetryAfter, type RetryPolicy, retryDelayMs } from './retryPolicy.ts';
 import {
@@ -56,6 +56,15 @@ export const ControlPlaneClientConfig = z.object({
     .default(16 * 2 ** 20),
   /** Pages of one listing at most: 1,000 pages of 100 are 100,000 deployments. */
   maxPages: z.number().int().min(1).default(1_000),
+  /**
+   * The bodies of one listing's pages together, at most: the pages' items are held until the
+   * listing completes, so the body cap alone would let 1,000 pages of 16 MiB through.
+   */
+  maxListingBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 2 ** 20),
 });
 export type ControlPlaneClientConfig = z.infer<typeof ControlPlaneClientConfig>;
 export type ControlPlaneClientConfigInput = z.input<typeof ControlPlaneClientConfig>;
@@ -383,46 +392,54 @@ export class ControlPlaneClient {
     identify?: (raw: unknown) => ResourceIdentity | undefined,
   ): AsyncGenerator<Parsed<z.infer<S>>> {
     const { path } = target;
+    const { pageSize, maxPages, maxListingBytes } = this.#config;
+    const refuse = (code: ControlPlaneErrorCode, message: string) =>
+      new ControlPlaneError(`GET ${path} ${message}`, { code, method: 'GET', path });
     let offset = 0;
+    let listingBytes = 0;
     // Stop on an empty page, not a short one: a server that caps the page size must never make
     // a listing look complete when it is not. A listing that never ends is refused, not followed.
     for (let pages = 1; ; pages++) {
-      if (pages > this.#config.maxPages) {
-        throw new ControlPlaneError(`GET ${path} returned more than ${this.#config.maxPages} pages`, {
-          code: 'TOO_MANY_PAGES',
-          method: 'GET',
-          path,
-        });
-      }
-      const body = await this.#json('GET', target, {
-        query: { ...query, limit: this.#config.pageSize, offset },
+      if (pages > maxPages)
+        throw refuse('TOO_MANY_PAGES', `returned more than ${maxPages} pages (controlPlane.maxPages)`);
+      const sent = await this.#send('GET', target, {
+        query: { ...query, limit: pageSize, offset },
         signal: options.signal,
       });
-      const page = PageEnvelope.safeParse(body);
-      if (!page.success) {
-        throw new ControlPlaneError(`GET ${path} returned an invalid page at offset ${offset}`, {
-          code: 'INVALID_RESPONSE',
-          method: 'GET',
-          path,
-        });
-      }
-      if (page.data.resources.length === 0) return;
-      for (const item of page.data.resources)
-        yield safeParseResource(schema, item, resource, undefined, identify);
-      if (page.data.offset <= offset) {
-        throw new ControlPlaneError(`GET ${path} did not advance its offset past ${offset}`, {
-          code: 'INVALID_RESPONSE',
-          method: 'GET',
-          path,
-        });
-      }
+      // Every page is held until the listing completes: the cap is on the listing, not the page.
+      listingBytes += sent.bytes;
+      if (listingBytes > maxListingBytes)
+        throw refuse(
+          'LISTING_TOO_LARGE',
+          `returned more than ${maxListingBytes} bytes in ${pages} pages (controlPlane.maxListingBytes)`,
+        );
+      const page = PageEnvelope.safeParse(this.#parse('GET', path, sent));
+      if (!page.success)
+        throw refuse('INVALID_RESPONSE', `returned an invalid page ${pages} at offset ${offset}`);
+      const { resources } = page.data;
+      if (resources.length > pageSize)
+        throw refuse(
+          'PAGE_TOO_LARGE',
+          `returned ${resources.length} items in page ${pages} (offset ${offset}), more than the ${pageSize} asked for`,
+        );
+      if (resources.length === 0) return;
+      for (const item of resources) yield safeParseResource(schema, item, resource, undefined, identify);
+      if (page.data.offset <= offset)
+        throw refuse('INVALID_RESPONSE', `did not advance its offset past ${offset}`);
       offset = page.data.offset;
     }
   }
 
   async #json(method: string, target: Route, options: SendOptions = {}): Promise<unknown> {
-    const { path } = target;
-    const { text, requestId, status } = await this.#send(method, target, options);
+    return this.#parse(method, target.path, await this.#send(method, target, options));
+  }
+
+  #parse(
+    method: string,
+    path: string,
+    sent: { text: string; status: number; requestId?: string | undefined },
+  ): unknown {
+    const { text, requestId, status } = sent;
     try {
       return JSON.parse(text);
     } catch (cause) {
@@ -486,6 +503,7 @@ export class ControlPlaneClient {
     let status = 0;
     let requestId: string | undefined;
     let text: string;
+    let bytes: number;
     let retryAfter: string | undefined;
     try {
       const response = await request(url, {
@@ -503,11 +521,11 @@ export class ControlPlaneClient {
       status = response.statusCode;
       requestId = header(response.headers['x-request-id']);
       retryAfter = header(response.headers['retry-after']);
-      text = await boundedText(
+      ({ text, bytes } = await boundedText(
         response.body,
         this.#config.maxResponseBytes,
         header(response.headers['content-length']),
-      );
+      ));
     } catch (cause) {
       if (cause instanceof ResponseTooLargeError) {
         this.#observe(target, method, String(status), started);
@@ -555,7 +573,7 @@ export class ControlPlaneClient {
         retryAfterMs: status === 429 || status === 503 ? parseRetryAfter(retryAfter) : undefined,
       });
     }
-    return { status, text, requestId };
+    return { status, text, bytes, requestId };
   }
 
   #observe(target: Route, method: string, code: string, started: number): void {
@@ -575,7 +593,7 @@ async function boundedText(
   body: Dispatcher.ResponseData['body'],
   max: number,
   declaredLength: string | undefined,
-): Promise<string> {
+): Promise<{ text: string; bytes: number }> {
   if (declaredLength !== undefined && Number(declaredLength) > max) {
     body.destroy();
     throw new ResponseTooLargeError();
@@ -591,7 +609,7 @@ async function boundedText(
     }
     chunks.push(buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return { text: Buffer.concat(chunks).toString('utf8'), bytes: size };
 }
 
 async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<CompleteListing<T>> {

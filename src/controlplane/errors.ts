@@ -9,7 +9,11 @@ export type ControlPlaneErrorCode =
   /** A body past the client's cap (maxResponseBytes): refused unread, never retried. */
   | 'RESPONSE_TOO_LARGE'
   /** A listing past the client's cap (maxPages): incomplete, so nothing is concluded from it. */
-  | 'TOO_MANY_PAGES';
+  | 'TOO_MANY_PAGES'
+  /** A listing whose pages together pass the client's cap (maxListingBytes): as TOO_MANY_PAGES. */
+  | 'LISTING_TOO_LARGE'
+  /** A page with more items than the limit asked for: the server is not paging as agreed. */
+  | 'PAGE_TOO_LARGE';
 
 export interface ControlPlaneErrorDetails {
   readonly code: ControlPlaneErrorCode;

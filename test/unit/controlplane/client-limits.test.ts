@@ -1,5 +1,6 @@
 // Issue 18, finding 6: a control plane that answers too much — a body past the cap (declared or
-// not), a listing that never ends — gets a typed error, read no further and never retried.
+// not), a listing that never ends or whose pages together pass the listing cap, a page with more
+// items than asked for — gets a typed error, read no further and never retried.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -29,6 +30,7 @@ async function serve(
     logger: pino({ level: 'silent' }),
     maxResponseBytes: 64 * 1024,
     maxPages: 20,
+    maxListingBytes: 256 * 1024,
     retry: { retries: 3, minDelayMs: 1, maxDelayMs: 2 },
   });
 }
@@ -74,6 +76,47 @@ describe('control-plane input bounds', () => {
     const error = await failure(client.listAllDeployments({ remote_reconciled: true }));
     expect(error?.code).toBe('TOO_MANY_PAGES');
     expect(requests).toBe(20);
+    await client.close();
+  });
+
+  it('refuses a listing whose pages together pass maxListingBytes, though each is under the body cap', async () => {
+    // 48 KiB a page, under the 64 KiB body cap; the sixth passes the 256 KiB listing cap.
+    const client = await serve((url, res) => {
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          resources: [{ id: `item-${offset}`, pad: 'x'.repeat(48 * 1024) }],
+          offset: offset + 1,
+        }),
+      );
+    });
+    const error = await failure(client.listAllDeployments({ remote_reconciled: true }));
+    expect(error).toBeInstanceOf(ControlPlaneError);
+    expect(error?.code).toBe('LISTING_TOO_LARGE');
+    expect(error?.message).toBe(
+      'GET /v2/deployments returned more than 262144 bytes in 6 pages (controlPlane.maxListingBytes)',
+    );
+    expect(requests).toBe(6);
+    await client.close();
+  });
+
+  it('refuses a page with more items than the limit asked for, naming the listing and the page', async () => {
+    const client = await serve((url, res) => {
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const limit = Number(url.searchParams.get('limit'));
+      // An honest first page, then one item too many.
+      const count = offset === 0 ? limit : limit + 1;
+      const resources = Array.from({ length: count }, (_, i) => ({ id: `item-${offset + i}` }));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ resources, offset: offset + count }));
+    });
+    const error = await failure(client.listAllRevisions('00000000-0000-4000-8000-000000000001', {}));
+    expect(error?.code).toBe('PAGE_TOO_LARGE');
+    expect(error?.message).toBe(
+      'GET /v2/deployments/00000000-0000-4000-8000-000000000001/revisions returned 101 items in page 2 (offset 100), more than the 100 asked for',
+    );
+    expect(requests).toBe(2);
     await client.close();
   });
 });
