@@ -158,14 +158,7 @@ export class OwnedObjectWatcher {
       };
       try {
         if (resourceVersion === undefined) {
-          const list = await options.client.listWithVersion(stream.kind, {
-            namespace: stream.namespace,
-            labelSelector: options.labelSelector,
-            signal: controller.signal,
-          });
-          this.#stats.lists++;
-          this.#applyList(known, list.items);
-          resourceVersion = list.resourceVersion;
+          resourceVersion = await this.#list(stream, known, controller.signal);
           listedNow = true;
           this.#markSynced(stream);
         }
@@ -227,6 +220,23 @@ export class OwnedObjectWatcher {
         await this.#sleep(this.#backoffMs(failures));
       }
     }
+  }
+
+  /**
+   * Lists the stream's objects, hands what changed to the handler, and returns the listing's
+   * resourceVersion. A method of its own, not inline in #run: a suspended async function keeps
+   * the locals of its finished blocks, and #run waits on its watch for minutes with the whole
+   * listing (every object, managedFields and all) held — as much memory as the cache itself.
+   */
+  async #list(stream: Stream, known: Map<string, LiveKubeObject>, signal: AbortSignal): Promise<string> {
+    const list = await this.#options.client.listWithVersion(stream.kind, {
+      namespace: stream.namespace,
+      labelSelector: this.#options.labelSelector,
+      signal,
+    });
+    this.#stats.lists++;
+    this.#applyList(known, list.items);
+    return list.resourceVersion;
   }
 
   #applyList(known: Map<string, LiveKubeObject>, items: readonly LiveKubeObject[]): void {

@@ -1,8 +1,16 @@
 // OwnedObjectWatcher against a scripted API server: relist after 410 Gone (with the changes missed
 // meanwhile), backoff after errors, watchdog on a silent stream, handler exceptions, stop.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KubeClient, type OwnedObjectEvent, OwnedObjectWatcher } from '../../../src/kube/index.ts';
+import {
+  KubeClient,
+  type LiveKubeObject,
+  type OwnedObjectEvent,
+  OwnedObjectWatcher,
+  type WatchSource,
+} from '../../../src/kube/index.ts';
 import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
 import { FakeApiServer } from './fakeApiServer.ts';
 
@@ -179,5 +187,61 @@ describe('OwnedObjectWatcher', () => {
     await until('list requested', () => fake.requests.filter((r) => !r.query.get('watch')).length === 2);
     await second.stop();
     expect(await second.whenSynced()).toBe(false);
+  });
+});
+
+describe('OwnedObjectWatcher memory', () => {
+  it('keeps no reference to its listing while its watch is open', async () => {
+    // gc() for this test alone: whether the listing can be collected is the question.
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const items: LiveKubeObject[] = Array.from({ length: 100 }, (_, i) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: `cm-${i}`,
+        namespace: 'fake',
+        uid: `uid-${i}`,
+        resourceVersion: `${i + 1}`,
+        labels: {},
+        annotations: {},
+      },
+    }));
+    const listing = new WeakRef(items[0] as LiveKubeObject);
+    let listed = false;
+    const idle = new AbortController();
+    const source: WatchSource = {
+      listWithVersion: async () => {
+        listed = true;
+        return { items: items.splice(0), resourceVersion: '100' };
+      },
+      // A watch that stays open, silent, until the watcher stops it.
+      watch: (_kind, opts) => ({
+        async *[Symbol.asyncIterator]() {
+          await new Promise<void>((resolve) => {
+            opts.signal?.addEventListener('abort', () => resolve(), { once: true });
+            idle.signal.addEventListener('abort', () => resolve(), { once: true });
+          });
+        },
+      }),
+    };
+    watcher = new OwnedObjectWatcher({
+      client: source,
+      logger,
+      kinds: ['ConfigMap'],
+      namespaces: ['fake'],
+      labelSelector: 'owner=test',
+      onEvent: () => {},
+    });
+    watcher.start();
+    expect(await watcher.whenSynced()).toBe(true);
+    expect(listed).toBe(true);
+    for (let i = 0; i < 3 && listing.deref() !== undefined; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      gc();
+    }
+    // The watcher remembers a skeleton of each object, never the listed object itself.
+    expect(listing.deref()).toBeUndefined();
+    idle.abort();
   });
 });
