@@ -133,8 +133,9 @@ export class OwnedObjectWatcher {
     const options = this.#options;
     const watchdogMs = options.watchdogMs ?? DEFAULT_WATCHDOG_MS;
     const baseTimeout = options.watchTimeoutSeconds ?? DEFAULT_WATCH_TIMEOUT_SECONDS;
-    // Last known state of each object (by uid), so a relist can tell what changed or vanished.
-    const known = new Map<string, LiveKubeObject>();
+    // Last known version and identity of each object (by uid), so a relist can tell what changed
+    // or vanished.
+    const known = new Map<string, Remembered>();
     let resourceVersion: string | undefined;
     let failures = 0;
     while (!this.#stopping.signal.aborted) {
@@ -228,7 +229,7 @@ export class OwnedObjectWatcher {
    * the locals of its finished blocks, and #run waits on its watch for minutes with the whole
    * listing (every object, managedFields and all) held — as much memory as the cache itself.
    */
-  async #list(stream: Stream, known: Map<string, LiveKubeObject>, signal: AbortSignal): Promise<string> {
+  async #list(stream: Stream, known: Map<string, Remembered>, signal: AbortSignal): Promise<string> {
     const list = await this.#options.client.listWithVersion(stream.kind, {
       namespace: stream.namespace,
       labelSelector: this.#options.labelSelector,
@@ -239,25 +240,25 @@ export class OwnedObjectWatcher {
     return list.resourceVersion;
   }
 
-  #applyList(known: Map<string, LiveKubeObject>, items: readonly LiveKubeObject[]): void {
+  #applyList(known: Map<string, Remembered>, items: readonly LiveKubeObject[]): void {
     const seen = new Set<string>();
     for (const item of items) {
       const uid = item.metadata.uid;
       seen.add(uid);
       const previous = known.get(uid);
       if (previous === undefined) this.#applyEvent(known, 'ADDED', item);
-      else if (previous.metadata.resourceVersion !== item.metadata.resourceVersion) {
+      else if (versionOf(previous) !== item.metadata.resourceVersion) {
         this.#applyEvent(known, 'MODIFIED', item);
       }
     }
-    for (const [uid, object] of known) {
-      if (!seen.has(uid)) this.#applyEvent(known, 'DELETED', object);
+    for (const [uid, remembered] of known) {
+      if (!seen.has(uid)) this.#applyEvent(known, 'DELETED', recall(remembered, uid));
     }
   }
 
-  #applyEvent(known: Map<string, LiveKubeObject>, type: OwnedObjectEventType, object: LiveKubeObject): void {
+  #applyEvent(known: Map<string, Remembered>, type: OwnedObjectEventType, object: LiveKubeObject): void {
     if (type === 'DELETED') known.delete(object.metadata.uid);
-    else known.set(object.metadata.uid, skeleton(object, this.#options.keptLabels));
+    else known.set(object.metadata.uid, remember(object, this.#options.keptLabels));
     try {
       this.#options.onEvent({ type, object });
     } catch (error) {
@@ -301,6 +302,41 @@ export class OwnedObjectWatcher {
       signal.addEventListener('abort', done, { once: true });
     });
   }
+}
+
+/**
+ * What a relist remembers of an object: its resourceVersion, then apiVersion, kind, name,
+ * namespace and its labels (`keptLabels` of them), in one string. One string is one heap object,
+ * where a skeleton object is four (object, metadata, labels, annotations) with their own copies of
+ * the strings: the watcher remembers every object the listener owns, pods included, and the
+ * skeletons held some 500 bytes an object beside the watch cache's own record. No field can hold
+ * the separator: Kubernetes refuses NUL in names, namespaces, label keys and values.
+ */
+type Remembered = string & { readonly __remembered: unique symbol };
+
+const FIELD_SEPARATOR = '\u0000';
+
+function remember(object: LiveKubeObject, keptLabels?: readonly string[]): Remembered {
+  const { name, namespace, resourceVersion, labels } = object.metadata;
+  const fields = [resourceVersion ?? '', object.apiVersion, object.kind, name, namespace ?? ''];
+  for (const [key, value] of Object.entries(keptLabels ? pickLabels(labels, keptLabels) : labels))
+    fields.push(key, value);
+  return fields.join(FIELD_SEPARATOR) as Remembered;
+}
+
+function versionOf(remembered: Remembered): string {
+  const end = remembered.indexOf(FIELD_SEPARATOR);
+  return end < 0 ? remembered : remembered.slice(0, end);
+}
+
+/** The skeleton of a remembered object: what a deletion noticed by a relist hands to the handler. */
+function recall(remembered: Remembered, uid: string): LiveKubeObject {
+  const [resourceVersion = '', apiVersion = '', kind = '', name = '', namespace = '', ...pairs] =
+    remembered.split(FIELD_SEPARATOR);
+  const labels: Record<string, string> = {};
+  for (let i = 0; i + 1 < pairs.length; i += 2) labels[pairs[i] ?? ''] = pairs[i + 1] ?? '';
+  const metadata = { name, uid, resourceVersion, labels, annotations: {} };
+  return { apiVersion, kind, metadata: namespace === '' ? metadata : { ...metadata, namespace } };
 }
 
 /**

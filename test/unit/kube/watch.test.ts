@@ -134,6 +134,33 @@ describe('OwnedObjectWatcher', () => {
     ]);
   });
 
+  it('a deletion noticed by a relist carries the identity, version and kept labels last seen', async () => {
+    const seen: OwnedObjectEvent[] = [];
+    const a = fake.put('a');
+    startWatcher({ keptLabels: ['owner', 'absent'], onEvent: (event) => seen.push(event) });
+    await until('watch open', () => fake.openWatches === 1);
+    fake.removeQuietly('a');
+    fake.watchScripts.push({ watchError: 410, reason: 'Expired' });
+    fake.cutWatches();
+    await until('the missed deletion', () => seen.some((event) => event.type === 'DELETED'));
+    const added = seen[0]?.object;
+    expect(seen[1]).toEqual({
+      type: 'DELETED',
+      object: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: {
+          name: 'a',
+          namespace: 'fake',
+          uid: added?.metadata.uid,
+          resourceVersion: a.resourceVersion,
+          labels: { owner: 'test' },
+          annotations: {},
+        },
+      },
+    });
+  });
+
   it('backs off exponentially (capped) after repeated errors, then recovers', async () => {
     for (let i = 0; i < 5; i++) fake.watchScripts.push({ status: 500, reason: 'InternalError' });
     startWatcher();
