@@ -1,6 +1,7 @@
 // What a rendered pod template refers to by name in its own namespace: Secrets, ConfigMaps and
-// volume claims (volumes, projected sources, env, envFrom, image pull secrets). Whether each is
-// this deployment's to use is for the reconciler to decide against the cluster. Pure.
+// volume claims (volumes, projected sources, a CSI volume's node-publish secret, env, envFrom,
+// image pull secrets). Whether each is this deployment's to use is for the reconciler to decide
+// against the cluster. Pure.
 import type { KubeObject } from '../objects/kubeObject.ts';
 import { podTemplateOf } from './podSecurity.ts';
 
@@ -43,6 +44,15 @@ export function podReferences(objects: readonly KubeObject[]): Reference[] {
         'PersistentVolumeClaim',
         record(volume.persistentVolumeClaim).claimName,
         `${at}.persistentVolumeClaim.claimName`,
+      );
+      // The driver is handed this Secret's data at mount time: a read of it like any other. The
+      // other sources that name a Secret (azureFile, cephfs, rbd, iscsi, flexVolume, scaleIO,
+      // storageos) never reach a pod: the deployment schema's volume is strict and lists none of
+      // them (controlplane/schemas/deployment.ts VOLUME_SOURCES).
+      add(
+        'Secret',
+        record(record(volume.csi).nodePublishSecretRef).name,
+        `${at}.csi.nodePublishSecretRef.name`,
       );
       for (const [j, source] of list(record(volume.projected).sources).entries()) {
         add('Secret', record(record(source).secret).name, `${at}.projected.sources[${j}].secret.name`);
