@@ -11,7 +11,10 @@ export type ReconcileOutcome =
   | { readonly result: 'done'; readonly detail: DoneDetail }
   /** Converging (a rollout in progress): look again after `afterMs`, no backoff. */
   | { readonly result: 'requeue'; readonly afterMs: number }
-  /** Worth another try after a backoff (network, API server 5xx, conflicts, a namespace not yet there). */
+  /**
+   * Worth another try after a backoff (network, API server 5xx, conflicts; reported meanwhile: a
+   * namespace not yet there, a WaitingError).
+   */
   | { readonly result: 'retry'; readonly error: unknown }
   /** Failed and reported; not retried until the deployment changes (controller-runtime's TerminalError). */
   | { readonly result: 'terminal'; readonly error: TerminalError }
@@ -27,5 +30,22 @@ export class TerminalError extends Error {
   constructor(reason: Reason, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.reason = reason;
+  }
+}
+
+/**
+ * A failure reported as the deployment's, yet retried with backoff: what it waits for can come
+ * without any change of the deployment (an object its pods name, made later).
+ */
+export class WaitingError extends Error {
+  override readonly name = 'WaitingError';
+  readonly code = 'WAITING';
+  readonly reason: Reason;
+  readonly deploymentId: string;
+
+  constructor(reason: Reason, deploymentId: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.reason = reason;
+    this.deploymentId = deploymentId;
   }
 }

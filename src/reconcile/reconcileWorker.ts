@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, type ReconcileResultLabel } from '../report/metrics.ts';
-import { type ReconcileOutcome, TerminalError } from './outcome.ts';
+import { type ReconcileOutcome, TerminalError, WaitingError } from './outcome.ts';
 import type { Worker } from './workQueue.ts';
 
 export interface ReconcileFn {
@@ -117,5 +117,5 @@ function durationLabel(outcome: ReconcileOutcome): string {
 
 /** The `reason` label of k8s_listener_reconcile_errors_total for a retried failure. */
 function retryReason(error: unknown): string {
-  return error instanceof TerminalError ? error.reason : 'transient';
+  return error instanceof TerminalError || error instanceof WaitingError ? error.reason : 'transient';
 }

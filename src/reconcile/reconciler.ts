@@ -17,8 +17,9 @@ import {
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { withoutBody } from '../objects/body.ts';
-import { secretData } from '../objects/fields.ts';
+import { fieldAt, secretData } from '../objects/fields.ts';
 import {
+  AGENT_NAME,
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
@@ -26,6 +27,7 @@ import {
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
 } from '../objects/ownership.ts';
 import {
   type KubeObject,
@@ -33,7 +35,7 @@ import {
   type RenderedDeployment,
   renderDeployment,
 } from '../render/index.ts';
-import { podReferences } from '../render/references.ts';
+import { podReferences, type Reference } from '../render/references.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
@@ -63,7 +65,7 @@ import {
 import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
-import { type ReconcileOutcome, TerminalError } from './outcome.ts';
+import { type ReconcileOutcome, TerminalError, WaitingError } from './outcome.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import type { ActiveSuspension } from './suspensions.ts';
 
@@ -472,16 +474,22 @@ export class Reconciler {
   }
 
   /**
-   * A deployment's pods may use what it owns and what the platform team made, never another
-   * deployment's objects (its database volume, its generated Secrets, its inventory): each
-   * Secret, ConfigMap and claim the pod templates name is looked up among this listener's objects.
+   * A deployment's pods may use what it renders and what the platform team made, never another
+   * deployment's objects (its database volume, its generated Secrets, its inventory) nor the
+   * agent's: each Secret, ConfigMap and claim the pod templates name, other than this render's
+   * own, is read. One the agent manages for anyone else (its managed-by label and another or no
+   * deployment id, whatever listener label it carries) is refused for good. One that does not
+   * exist yet is waited for (WaitingError), nothing written: a pod that named it would take
+   * whatever is made under that name later — another deployment's generated Secret or claim.
    */
   async #checkReferences(
     deploymentId: string,
     objects: readonly KubeObject[],
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    const foreign: string[] = [];
+    // This render's own objects: #readOwned already refused any of their names that is taken.
+    const rendered = new Set(objects.map((object) => entryId(entryOf(object))));
+    const byId = new Map<string, { ref: ObjectRef; named: Reference[] }>();
     for (const reference of podReferences(objects)) {
       const ref = {
         apiVersion: 'v1',
@@ -489,17 +497,38 @@ export class Reconciler {
         namespace: reference.namespace,
         name: reference.name,
       };
-      // The watch cache holds every object of this listener: once synced, a miss is not one of ours.
-      const live = this.#o.cache?.isSynced(reference.kind, reference.namespace)
-        ? this.#o.cache.get(ref)
-        : await this.#o.kube.get(ref, { signal });
-      if (!live || live.metadata.labels[LABEL_LISTENER_ID] !== this.#listenerId()) continue;
-      if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
-        foreign.push(
-          `${reference.path} names ${reference.kind}/${reference.name}, which belongs to another deployment`,
-        );
+      const id = entryId(ref);
+      if (rendered.has(id)) continue;
+      const seen = byId.get(id);
+      if (seen) seen.named.push(reference);
+      else byId.set(id, { ref, named: [reference] });
     }
-    if (foreign.length > 0) throw new TerminalError(Reason.ForeignReference, foreign.join('; '));
+    // At once, each name once. A hit of the watch cache is one of this listener's objects; a miss
+    // proves nothing (the platform's Secrets, another listener's objects are not watched): asked.
+    const looked = [...byId.entries()];
+    const found = await Promise.all(looked.map(([, { ref }]) => this.#read(ref, signal)));
+    const foreign: string[] = [];
+    const missing: string[] = [];
+    for (const [i, [, { ref, named }]] of looked.entries()) {
+      const live = found[i];
+      const what = `${ref.kind}/${ref.name}`;
+      if (!live) {
+        // Its own StatefulSets' claims are made when they run: checked like the rest once there.
+        if (!isClaimOf(objects, ref))
+          for (const { path } of named) missing.push(`${path} names ${what}, which does not exist yet`);
+        continue;
+      }
+      const owner = foreignOwner(live, deploymentId, this.#listenerId());
+      if (owner) for (const { path } of named) foreign.push(`${path} names ${what}, which ${owner}`);
+    }
+    if (foreign.length > 0)
+      throw new TerminalError(Reason.ForeignReference, [...foreign, ...missing].join('; '));
+    if (missing.length > 0)
+      throw new WaitingError(
+        Reason.ReferenceMissing,
+        deploymentId,
+        `${missing.join('; ')}: nothing is applied until it exists`,
+      );
   }
 
   /**
@@ -662,7 +691,8 @@ export class Reconciler {
 
   /**
    * Turns a failure into its outcome: aborted (nothing said), terminal (reported, not retried
-   * until the input changes) or retry (transient: the next attempt does the work again).
+   * until the input changes), waiting (reported, and retried: a namespace not yet there, a
+   * WaitingError) or retry (transient: the next attempt does the work again).
    */
   async #failed(
     deploymentId: string,
@@ -678,27 +708,29 @@ export class Reconciler {
       log.info('reconcile aborted');
       return { result: 'aborted' };
     }
-    const terminal = asTerminal(error);
-    if (!terminal) {
+    const failure = error instanceof WaitingError ? error : asTerminal(error);
+    if (!failure) {
       this.#attempted.delete(deploymentId);
       return { result: 'retry', error };
     }
-    log.warn({ reason: terminal.reason, err: error }, 'deployment failed');
+    const waits = failure instanceof WaitingError || isNamespaceUnavailable(error);
+    log.warn({ reason: failure.reason, err: error }, waits ? 'deployment waiting' : 'deployment failed');
     const revisionId =
       entry?.kind === 'present'
         ? revisionOf(entry)
         : entry?.kind === 'invalid'
           ? entry.revisionId
           : undefined;
-    await this.#report.failed(deploymentId, revisionId, terminal, log);
-    if (isNamespaceUnavailable(error)) {
-      // Reported, yet retried: the namespace may be created (or finish terminating) later.
+    await this.#report.failed(deploymentId, revisionId, failure, log);
+    if (failure instanceof WaitingError || isNamespaceUnavailable(error)) {
+      // Reported, yet retried: the namespace may be created (or finish terminating) later, a
+      // referenced object made.
       this.#attempted.delete(deploymentId);
       return { result: 'retry', error };
     }
     if (entry?.kind === 'present')
       this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: false, served });
-    return { result: 'terminal', error: terminal };
+    return { result: 'terminal', error: failure };
   }
 
   /** Writes one step that #plan found missing or not as desired; returns the object live. */
@@ -941,6 +973,39 @@ function takenBy(object: KubeObject, live: LiveKubeObject, deploymentId: string)
   if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
     return `${name} belongs to another deployment of this listener`;
   return undefined;
+}
+
+/**
+ * Who an object a pod names belongs to, when not to this deployment nor to the platform team:
+ * the agent marks all it manages (for any listener) with its managed-by label, and its
+ * deployments' objects with their deployment id; undefined when the deployment may use it.
+ */
+function foreignOwner(live: LiveKubeObject, deploymentId: string, listenerId: string): string | undefined {
+  const { labels } = live.metadata;
+  if (labels[LABEL_MANAGED_BY] !== AGENT_NAME && labels[LABEL_LISTENER_ID] !== listenerId) return undefined;
+  const owner = labels[LABEL_DEPLOYMENT_ID];
+  if (owner === deploymentId) return undefined;
+  return owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment';
+}
+
+/**
+ * Whether a claim is one the StatefulSets among the objects make: `<template>-<set>-<ordinal>`,
+ * for a volume claim template and an ordinal below the replicas (the controller's naming).
+ */
+function isClaimOf(objects: readonly KubeObject[], ref: ObjectRef): boolean {
+  if (ref.kind !== 'PersistentVolumeClaim') return false;
+  return objects.some((set) => {
+    if (set.kind !== 'StatefulSet' || set.metadata.namespace !== ref.namespace) return false;
+    const replicas = fieldAt(set, 'spec', 'replicas');
+    const templates = fieldAt(set, 'spec', 'volumeClaimTemplates');
+    return (Array.isArray(templates) ? templates : []).some((template) => {
+      const prefix = `${String(fieldAt(template, 'metadata', 'name'))}-${set.metadata.name}-`;
+      const ordinal = ref.name.startsWith(prefix) ? ref.name.slice(prefix.length) : '';
+      return (
+        /^(0|[1-9][0-9]*)$/.test(ordinal) && Number(ordinal) < (typeof replicas === 'number' ? replicas : 1)
+      );
+    });
+  });
 }
 
 /** The main workload among the live objects: where a deployment's Events go. */

@@ -32,6 +32,7 @@ export const Reason = {
   ApplyRejected: 'ApplyRejected',
   RenderInvalid: 'RenderInvalid',
   ForeignReference: 'ForeignReference',
+  ReferenceMissing: 'ReferenceMissing',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

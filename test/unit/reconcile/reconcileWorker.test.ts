@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { type ReconcileOutcome, TerminalError } from '../../../src/reconcile/outcome.ts';
+import { type ReconcileOutcome, TerminalError, WaitingError } from '../../../src/reconcile/outcome.ts';
 import { reconcileWorker } from '../../../src/reconcile/reconcileWorker.ts';
 import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
@@ -105,6 +105,12 @@ describe('reconcile worker: one outcome → one queue action and one controller-
     ['done', { result: 'done', detail: 'settled' }, 'settled', undefined],
     ['requeue after', { result: 'requeue', afterMs: 30 }, 'requeue', undefined],
     ['retry (transient)', { result: 'retry', error: new Error('503') }, 'error', 'transient'],
+    [
+      'retry (waiting)',
+      { result: 'retry', error: new WaitingError('ReferenceMissing', 'd1', 'Secret/s does not exist yet') },
+      'error',
+      'ReferenceMissing',
+    ],
     [
       'terminal',
       { result: 'terminal', error: new TerminalError('ApplyRejected', 'refused') },

@@ -5,13 +5,19 @@
 // test/integration/reconcile-edges.test.ts.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Deployment, StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
+import type { Deployment, ResourceSpec, StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
 import { KubeApiError } from '../../../src/kube/index.ts';
 import { ObjectCache } from '../../../src/kube/objectCache.ts';
-import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
+import type { KubeObject } from '../../../src/objects/kubeObject.ts';
+import {
+  AGENT_NAME,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../../../src/objects/ownership.ts';
 import { DesiredState } from '../../../src/reconcile/desiredState.ts';
 import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
-import type { ReconcileOutcome } from '../../../src/reconcile/outcome.ts';
+import { type ReconcileOutcome, WaitingError } from '../../../src/reconcile/outcome.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { Reconciler } from '../../../src/reconcile/reconciler.ts';
 import type { Target } from '../../../src/reconcile/target.ts';
@@ -26,14 +32,15 @@ const logger = pino({ level: 'silent' });
 const NAMESPACE = 'apps';
 
 /** The minimal deployment with a Secret, so that a Secret is among the objects written. */
-const deployment: Deployment = {
+const defaultDeployment: Deployment = {
   ...minimalDeployment,
   secrets: [{ name: 'API_TOKEN', value: 'unit-secret-value' }],
 };
 const fresh: Target = { revision: undefined, settled: undefined };
 const failed: Target = { revision: undefined, settled: 'DEPLOY_FAILED' };
 
-function world(target: Target = fresh, options: { cache?: ObjectCache } = {}) {
+function world(target: Target = fresh, options: { cache?: ObjectCache; deployment?: Deployment } = {}) {
+  const deployment = options.deployment ?? defaultDeployment;
   const cluster = new MemoryCluster([NAMESPACE]);
   const sent: StatusReportBatch[] = [];
   const events: string[] = [];
@@ -68,7 +75,7 @@ function world(target: Target = fresh, options: { cache?: ObjectCache } = {}) {
   return { cluster, reconciler, reconcile, reported, events };
 }
 
-const writes = (calls: readonly { verb: string }[]) =>
+const writes = <Call extends { verb: string }>(calls: readonly Call[]) =>
   calls.filter((call) => call.verb !== 'get' && call.verb !== 'list');
 
 describe('the reconciler at the edges (in memory)', () => {
@@ -76,7 +83,9 @@ describe('the reconciler at the edges (in memory)', () => {
     const { cluster, reconcile, reported, events } = world();
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('Secret')).toEqual([`Secret/${NAMESPACE}/hello-secrets`]);
-    expect(cluster.names('ConfigMap')).toEqual([`ConfigMap/${NAMESPACE}/k8s-listener-inv-${deployment.id}`]);
+    expect(cluster.names('ConfigMap')).toEqual([
+      `ConfigMap/${NAMESPACE}/k8s-listener-inv-${defaultDeployment.id}`,
+    ]);
     expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
     expect((await reported()).map((r) => r.revision_status)).toEqual(['DEPLOYING']);
     // A routine rollout is no Event, at the reconcile that started it nor at the next look: its
@@ -234,5 +243,139 @@ describe('misses of a synced watch (in memory)', () => {
     ).toEqual(foreign);
     // Nothing of the deployment is left beside it.
     expect(cluster.names()).toEqual([`Service/${NAMESPACE}/hello`]);
+  });
+});
+
+/** The default deployment whose pods name `volumes` (besides its own Secret). */
+function naming(volumes: NonNullable<ResourceSpec['volumes']>, spec: ResourceSpec = {}): Deployment {
+  return {
+    ...defaultDeployment,
+    source_config: {
+      ...defaultDeployment.source_config,
+      resource_spec: {
+        ...spec,
+        volumes,
+        volume_mounts: volumes.map((v) => ({ name: v.name, mountPath: `/${v.name}` })),
+      },
+    },
+  };
+}
+
+/** A Secret as someone else made it: the platform team (no labels) or the agent, for another deployment. */
+function secret(name: string, labels: Record<string, string> = {}): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, namespace: NAMESPACE, labels, annotations: {} },
+    data: { k: 'dg==' },
+  };
+}
+
+const OTHER_LISTENER = '00000000-0000-4000-8000-0000000000aa';
+const OTHER_DEPLOYMENT = '00000000-0000-4000-8000-0000000000bb';
+const theirs = (listenerId: string) => ({
+  [LABEL_MANAGED_BY]: AGENT_NAME,
+  [LABEL_LISTENER_ID]: listenerId,
+  [LABEL_DEPLOYMENT_ID]: OTHER_DEPLOYMENT,
+});
+
+// Issue 18, finding 3 (the audit's holes): a name a pod would take whatever is made under later,
+// and the agent's objects of another listener.
+describe('references of a deployment’s pods (in memory)', () => {
+  const loot = naming([{ name: 'loot', secret: { secretName: 'victim-secrets' } }]);
+
+  it('waits for an object that does not exist yet: reported, retried, nothing written', async () => {
+    const { cluster, reconcile, reported } = world(fresh, { deployment: loot });
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? outcome.error : undefined;
+    expect(error).toBeInstanceOf(WaitingError);
+    expect((error as WaitingError).reason).toBe('ReferenceMissing');
+    expect((error as WaitingError).message).toContain(
+      'Deployment/hello spec.volumes[0].secret.secretName names Secret/victim-secrets, which does not exist yet',
+    );
+    const last = (await reported()).at(-1);
+    expect(last?.revision_status).toBe('DEPLOY_FAILED');
+    expect(last?.message).toContain('names Secret/victim-secrets, which does not exist yet');
+    expect(writes(cluster.calls)).toEqual([]);
+    expect(cluster.names()).toEqual([]);
+
+    // Still missing at the next look: still waiting, still nothing written.
+    expect((await reconcile()).result).toBe('retry');
+    expect(writes(cluster.calls)).toEqual([]);
+
+    // The platform team makes it: the next look applies.
+    await cluster.create(secret('victim-secrets'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+  });
+
+  it('refuses for good once another deployment made it meanwhile', async () => {
+    const { cluster, reconcile, reported } = world(fresh, { deployment: loot });
+    expect((await reconcile()).result).toBe('retry');
+    await cluster.create(secret('victim-secrets', theirs(listener.id)));
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ForeignReference');
+    expect((await reported()).at(-1)?.message).toContain(
+      'spec.volumes[0].secret.secretName names Secret/victim-secrets, which belongs to another deployment',
+    );
+    expect(cluster.names()).toEqual([`Secret/${NAMESPACE}/victim-secrets`]);
+  });
+
+  it.each([
+    ['of another listener', theirs(OTHER_LISTENER), 'belongs to another deployment'],
+    [
+      'with the agent’s label and no listener',
+      { ...theirs(OTHER_LISTENER), [LABEL_LISTENER_ID]: '' },
+      'belongs to another deployment',
+    ],
+    ['the agent keeps for itself', { [LABEL_MANAGED_BY]: AGENT_NAME }, 'the agent keeps for itself'],
+  ])('refuses an object the agent manages %s', async (_, labels, owner) => {
+    const { cluster, reconcile } = world(fresh, { deployment: loot, cache: syncedCache() });
+    await cluster.create(secret('victim-secrets', labels));
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    const message = outcome.result === 'terminal' ? outcome.error.message : '';
+    expect(message).toContain(`names Secret/victim-secrets, which ${owner}`);
+    expect(cluster.names()).toEqual([`Secret/${NAMESPACE}/victim-secrets`]);
+  });
+
+  it('names each missing and each foreign reference, and refuses for good when any is foreign', async () => {
+    const both = naming([
+      { name: 'a', secret: { secretName: 'victim-secrets' } },
+      { name: 'b', csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: 'not-yet' } } },
+    ]);
+    const { cluster, reconcile } = world(fresh, { deployment: both });
+    await cluster.create(secret('victim-secrets', theirs(OTHER_LISTENER)));
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    const message = outcome.result === 'terminal' ? outcome.error.message : '';
+    expect(message).toContain('spec.volumes[0].secret.secretName names Secret/victim-secrets, which belongs');
+    expect(message).toContain(
+      'spec.volumes[1].csi.nodePublishSecretRef.name names Secret/not-yet, which does not exist yet',
+    );
+  });
+
+  it('uses what the platform team made and what it renders itself, its database claim included', async () => {
+    const own = naming(
+      [
+        { name: 'platform', secret: { secretName: 'shared-tls' } },
+        { name: 'mine', secret: { secretName: 'hello-secrets' } },
+        { name: 'data', persistentVolumeClaim: { claimName: 'data-hello-db-0' } },
+      ],
+      { db_storage_gi: 1 },
+    );
+    const { cluster, reconcile } = world(fresh, { deployment: own, cache: syncedCache() });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+    // This render's own objects are not looked up as references; what the watch cache does not
+    // hold is asked: the platform's Secret, and the claim its StatefulSet makes (once there, it
+    // must be this deployment's).
+    expect(cluster.calls.filter((c) => c.verb === 'get')).toEqual([
+      { verb: 'get', kind: 'Secret', namespace: NAMESPACE },
+      { verb: 'get', kind: 'PersistentVolumeClaim', namespace: NAMESPACE },
+    ]);
   });
 });
