@@ -59,22 +59,24 @@ export async function loadConfigFromFlags(
 
 /**
  * The agent's digest key for a command that renders as the agent does (status, diff): without it
- * the digests differ from the agent's and every object would look changed, so it says so.
+ * the digests differ from the agent's, so it says, in one line, what the command does instead.
  */
 export async function commandDigestKey(
   kube: Pick<KubeClient, 'get' | 'create'>,
   config: AgentConfig,
   stderr: { write(text: string): unknown },
+  without: string,
 ): Promise<Uint8Array | undefined> {
-  const key = await loadDigestKey(kube, config.agentNamespace, { create: false }).catch((error: unknown) => {
-    stderr.write(`warning: ${error instanceof Error ? error.message : String(error)}\n`);
+  const where = `namespace ${config.agentNamespace} (agentNamespace)`;
+  try {
+    const key = await loadDigestKey(kube, config.agentNamespace, { create: false });
+    if (!key) stderr.write(`warning: no digest key in ${where}: ${without}\n`);
+    return key;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    stderr.write(`warning: the digest key in ${where} could not be read (${reason}): ${without}\n`);
     return undefined;
-  });
-  if (!key)
-    stderr.write(
-      `warning: no digest key in namespace ${config.agentNamespace} (agentNamespace): spec hashes cannot be compared with the agent's\n`,
-    );
-  return key;
+  }
 }
 
 /**

@@ -98,7 +98,12 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
         listener,
         namespaces: managedNamespaces(config, listener),
         allowedNamespaces: config.namespaces,
-        digestKey: await commandDigestKey(kube, config, io.stderr),
+        digestKey: await commandDigestKey(
+          kube,
+          config,
+          io.stderr,
+          'digests (spec-hash, config-checksum) could not be compared and are masked',
+        ),
         renderConfig: config.render,
         reconcileConfig: config.reconcile,
       },

@@ -7,6 +7,7 @@ import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { maskSecret } from '../kube/serverDiff.ts';
 import { chooseTarget } from '../reconcile/target.ts';
+import { maskSecretDigests } from '../render/digestAnnotations.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
 import { createLogger } from './logger.ts';
 
@@ -23,7 +24,8 @@ Prints the Kubernetes objects the agent would apply for one deployment, as YAML 
                         named by K8S_LISTENER_API_KEY_FILE)
   --config FILE         agent configuration (its "render" section is used; unknown keys
                         anywhere in it are refused, as at the agent's start)
-  --show-secrets        print Secret values (masked by default: each reads "(masked)")
+  --show-secrets        print Secret values (masked by default: each reads "(masked)"), and
+                        the digests of them (render has no digest key: masked by default)
 Exit status: 0 rendered, 1 the deployment is invalid (every problem is listed), 2 usage.
 `;
 
@@ -64,8 +66,11 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
     return 1;
   }
   for (const note of result.value.notes) process.stderr.write(`note: ${note}\n`);
-  // Secret values stay out of terminals and CI logs unless asked for (--id reads live ones).
-  const objects = values['show-secrets'] ? result.value.objects : result.value.objects.map(maskSecret);
+  // Secret values stay out of terminals and CI logs unless asked for (--id reads live ones), and so
+  // do the digests of them: render has no digest key, and an unkeyed digest gives a weak one away.
+  const objects = values['show-secrets']
+    ? result.value.objects
+    : result.value.objects.map((object) => maskSecretDigests(maskSecret(object)));
   const documents = objects.map(
     (object) =>
       `# Source: ${object.kind}/${object.metadata.namespace}/${object.metadata.name}\n${stringify(object, { lineWidth: 0, version: '1.1' })}`,

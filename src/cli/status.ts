@@ -121,7 +121,12 @@ export async function runStatusCommand(
       listenerId: config.listenerId,
       allowedNamespaces: config.namespaces,
       agentNamespace: config.agentNamespace,
-      digestKey: await commandDigestKey(kube, config, io.stderr),
+      digestKey: await commandDigestKey(
+        kube,
+        config,
+        io.stderr,
+        "spec hashes cannot be compared with the agent's",
+      ),
       renderConfig: config.render,
       failureGraceMs: config.reconcile.failureGraceMs,
     };

@@ -13,7 +13,8 @@ import {
   deploymentSelector,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
-import { type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
+import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
+import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { decideVanished } from './pruneGuard.ts';
@@ -166,6 +167,9 @@ async function presentPreview(
   );
   if (!rendered.ok) return { ...base, state: 'invalid', problems: rendered.error.problems };
   const { namespace, objects, revisionId } = rendered.value;
+  // Without the agent's key, render's digests are unkeyed: never sent, shown or compared (the live
+  // ones stand in for them in the dry run, and both sides show a mask).
+  const keyed = options.digestKey !== undefined;
   const changes: ChangeSetEntry[] = [];
   try {
     for (const object of objects) {
@@ -179,11 +183,15 @@ async function presentPreview(
         };
       }
       changes.push(
-        await dryRunDiff(kube, object, live, {
-          force: true,
-          createOnly: object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true',
-          signal,
-        }),
+        keyed
+          ? await dryRunDiff(kube, object, live, { force: true, createOnly: isCreateOnly(object), signal })
+          : uncompared(
+              await dryRunDiff(kube, withLiveDigests(object, live), live, {
+                force: true,
+                createOnly: isCreateOnly(object),
+                signal,
+              }),
+            ),
       );
     }
     const placed = inventories.get(deployment.id);
@@ -255,6 +263,15 @@ async function ownedLive(
     { signal: options.signal },
   );
   return live && live.metadata.labels[LABEL_LISTENER_ID] === options.listener.id ? live : undefined;
+}
+
+const isCreateOnly = (object: KubeObject) => object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
+
+/** A change with its digests masked on both sides: compared without them, shown without them. */
+function uncompared(change: ChangeSetEntry): ChangeSetEntry {
+  const mask = (side: Record<string, unknown> | undefined) =>
+    side === undefined ? undefined : maskDigests(side);
+  return { ...change, before: mask(change.before), after: mask(change.after) };
 }
 
 function inventoryEntry(deploymentId: string, namespace: string): InventoryEntry {

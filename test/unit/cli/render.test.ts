@@ -6,7 +6,16 @@ import { parseAllDocuments } from 'yaml';
 import { runRenderCommand } from '../../../src/cli/render.ts';
 import { startEmulator } from '../../../src/emulator/server.ts';
 import { EmulatorState } from '../../../src/emulator/state.ts';
-import { type Harness, SEED_DEPLOYMENTS, SEED_PATH, startHarness } from '../../support/emulatorHarness.ts';
+import { chooseTarget } from '../../../src/reconcile/target.ts';
+import { SECRET_DIGEST_MASK } from '../../../src/render/digestAnnotations.ts';
+import { dictionary, digestsFor, digestsIn, recoveredWords } from '../../support/dictionaryAttack.ts';
+import {
+  type Harness,
+  SEED_DEPLOYMENTS,
+  SEED_LISTENER_ID,
+  SEED_PATH,
+  startHarness,
+} from '../../support/emulatorHarness.ts';
 
 async function capture(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
@@ -73,6 +82,50 @@ describe('render command', () => {
     const shown = await capture(['--file', file, '--show-secrets']);
     expect(shown.stdout).toContain(`API_TOKEN: ${encoded}`);
   });
+
+  // Issue 18, finding 4: render has no digest key, so the digests it would print of a live secret
+  // are unkeyed — a dictionary attack on the printed config-checksum recovered the secret.
+  it('prints no digest of a secret value by --id: a 10,000-word dictionary attack on its output recovers nothing', async () => {
+    const created = await harness.client.createDeployment({
+      name: 'guarded',
+      source: 'external_container',
+      source_config: { listener_id: SEED_LISTENER_ID, listener_config: { k8s_namespace: 'apps' } },
+      source_revision_config: { image_uri: 'nginx:1.27' },
+      secrets: [{ name: 'API_TOKEN', value: 'hunter2' }],
+    });
+    const masked = await capture(['--id', created.id, '--control-plane', harness.emulator.url]);
+    expect(masked.code).toBe(0);
+    expect(masked.stdout).toContain(`k8s-listener.io/config-checksum: "${SECRET_DIGEST_MASK}"`);
+    const observed = digestsIn(masked.stdout);
+    // The digests of objects that hold no secret value are still printed: the attack has targets.
+    expect(observed.size).toBeGreaterThanOrEqual(2);
+
+    // The attacker knows everything render read but the secret, and renders each guess as render does.
+    const deployment = (await harness.client.listAllDeployments({ deployment_ids: [created.id] })).items[0];
+    if (!deployment) throw new Error('the deployment is gone');
+    const target = {
+      deployment,
+      revision: chooseTarget(deployment, (await harness.client.listAllRevisions(created.id)).items).revision,
+      listener: await harness.client.getListener(SEED_LISTENER_ID),
+      allowedNamespaces: undefined,
+      secretName: 'API_TOKEN',
+    };
+    const words = dictionary('hunter2');
+    expect(recoveredWords(words, observed, (guess) => digestsFor(target, guess, undefined))).toEqual([]);
+
+    // The control: what --show-secrets prints (unkeyed digests) gives the word away to the same search.
+    const shown = await capture([
+      '--id',
+      created.id,
+      '--control-plane',
+      harness.emulator.url,
+      '--show-secrets',
+    ]);
+    const few = dictionary('hunter2', 100);
+    expect(
+      recoveredWords(few, digestsIn(shown.stdout), (guess) => digestsFor(target, guess, undefined)),
+    ).toEqual(['hunter2']);
+  }, 60_000);
 
   it('refuses what the Pod Security level forbids, naming the field (restricted by default: no nfs)', async () => {
     // Its ServiceAccount allowed, so that what is left is the nfs volume.
