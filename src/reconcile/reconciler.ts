@@ -212,7 +212,7 @@ export class Reconciler {
       agentChange = this.#agentChangeTurn(recorded, next, steps);
       if (agentChange?.admitted === false)
         return await this.#held(deploymentId, entry, namespace, objects, steps, agentChange, logIn, signal);
-      // A first apply (no inventory, nothing live) is undone when refused instead (#firstApply).
+      // A first apply (no inventory, nothing live) dry-runs only its workloads but one (#firstApply).
       const first = previous.length === 0 && steps.every((step) => step.before === undefined);
       if (!first) await this.#dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
       // Suspended while this reconcile ran: nothing is written from here on (the next look reports).
@@ -606,24 +606,28 @@ export class Reconciler {
 
   /**
    * The apply step: each object made as desired, in render order; the objects as live, and
-   * whether any was written. One log line names what is written and why (a cold sync of many
-   * deployments would otherwise log a line per object).
+   * whether any was written.
    */
   async #apply(
     steps: readonly ApplyStep[],
     deploymentId: string,
     log: Logger,
     signal: AbortSignal | undefined,
-    made: LiveKubeObject[] = [],
   ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
-    const writes = steps.filter((step) => step.why !== undefined);
-    if (writes.length > 0) {
-      log.info(
-        { objects: writes.map(({ object, why }) => `${object.kind}/${object.metadata.name}: ${why}`) },
-        'applying',
-      );
-    }
+    const wrote = logWrites(steps, log);
     const live = new Map<string, LiveKubeObject>();
+    await this.#writeSteps(steps, deploymentId, live, [], signal);
+    return { live, wrote };
+  }
+
+  /** Writes the steps that need it, in order, into `live`; what was written goes into `made` too. */
+  async #writeSteps(
+    steps: readonly ApplyStep[],
+    deploymentId: string,
+    live: Map<string, LiveKubeObject>,
+    made: LiveKubeObject[],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     for (const step of steps) {
       const { object, id, before, why } = step;
       const after = why === undefined && before ? before : await this.#write(step, deploymentId, signal);
@@ -633,14 +637,17 @@ export class Reconciler {
       if (why === undefined || whyWrite(object, after, this.#slim) === undefined)
         this.#o.cache?.checked(after);
     }
-    return { live, wrote: writes.length > 0 };
   }
 
   /**
-   * A first apply: no previous revision exists that half of this one could meet, so it is not
-   * dry-run first (a cold sync's every write twice); what the API server refuses is undone
-   * instead — each object this apply wrote deleted (by uid), then the inventory recorded ahead.
-   * StatefulSets go last, so that a refusal never leaves behind a claim their controller made.
+   * A first apply, all or nothing without dry-running a cold sync's every write (twice the
+   * requests). What runs nothing (Secrets, Services, policies, the autoscaler, the PodTemplate…)
+   * is written first. Then every workload but the first is dry-run, at once, before any is
+   * written: the first one's own write is its test, since no pod runs before it. Then the
+   * workloads are written, Deployments before StatefulSets, so that a refusal the dry run could
+   * not foresee (a name taken in between) never leaves a claim a StatefulSet controller made.
+   * What the API server refuses is undone: each object this apply wrote deleted (by uid), then
+   * the inventory recorded ahead.
    */
   async #firstApply(
     steps: readonly ApplyStep[],
@@ -649,18 +656,25 @@ export class Reconciler {
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<{ live: Map<string, LiveKubeObject>; wrote: boolean }> {
-    const made: LiveKubeObject[] = [];
-    const ordered = [
-      ...steps.filter((step) => step.object.kind !== 'StatefulSet'),
+    const workloads = [
+      ...steps.filter((step) => step.object.kind === 'Deployment'),
       ...steps.filter((step) => step.object.kind === 'StatefulSet'),
     ];
+    const rest = steps.filter((step) => !WORKLOAD_KINDS.has(step.object.kind));
+    const wrote = logWrites(steps, log);
+    const live = new Map<string, LiveKubeObject>();
+    const made: LiveKubeObject[] = [];
     try {
-      return await this.#apply(ordered, deploymentId, log, signal, made);
+      await this.#writeSteps(rest, deploymentId, live, made, signal);
+      const tested = workloads.slice(1).filter((step) => step.why !== undefined);
+      await Promise.all(tested.map((step) => this.#send(step, deploymentId, true, signal)));
+      await this.#writeSteps(workloads, deploymentId, live, made, signal);
     } catch (error) {
       if (asTerminal(error) && !isNamespaceUnavailable(error) && !signal?.aborted)
         await this.#undo(made, deploymentId, namespace, log, signal);
       throw error;
     }
+    return { live, wrote };
   }
 
   /** Deletes what a refused first apply wrote, then its inventory; what cannot be stays recorded, to be pruned. */
@@ -1006,6 +1020,21 @@ function isClaimOf(objects: readonly KubeObject[], ref: ObjectRef): boolean {
       );
     });
   });
+}
+
+/**
+ * One log line names what an apply writes and why (a cold sync of many deployments would
+ * otherwise log a line per object); whether anything is written.
+ */
+function logWrites(steps: readonly ApplyStep[], log: Logger): boolean {
+  const writes = steps.filter((step) => step.why !== undefined);
+  if (writes.length > 0) {
+    log.info(
+      { objects: writes.map(({ object, why }) => `${object.kind}/${object.metadata.name}: ${why}`) },
+      'applying',
+    );
+  }
+  return writes.length > 0;
 }
 
 /** The main workload among the live objects: where a deployment's Events go. */

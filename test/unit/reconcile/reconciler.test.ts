@@ -379,3 +379,49 @@ describe('references of a deployment’s pods (in memory)', () => {
     ]);
   });
 });
+
+// DESIGN.md safety rule 7 on a first apply: what runs nothing is written first, then every
+// workload but the first is dry-run before any is written.
+describe('a first apply of several workloads (in memory)', () => {
+  const several = naming([], { queue_min_scale: 1, db_storage_gi: 1 });
+
+  it('writes what runs nothing, dry-runs every workload but the first, then writes the workloads', async () => {
+    const { cluster, reconcile } = world(fresh, { deployment: several });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    const sent = writes(cluster.calls)
+      .filter((c) => c.kind !== 'ConfigMap')
+      .map((c) => `${c.kind}${c.dryRun ? ' (dry run)' : ''}`);
+    const isWorkload = (c: string) => /^(Deployment|StatefulSet)/.test(c);
+    const firstDryRun = sent.findIndex((c) => c.endsWith('(dry run)'));
+    // What runs nothing first (the Secret, Services, NetworkPolicies), none of it dry-run…
+    expect(sent.slice(0, firstDryRun).some(isWorkload)).toBe(false);
+    expect(sent.slice(0, firstDryRun)).toContain('Secret');
+    // …then the dry runs of the workloads but the first, then the workloads, StatefulSets last.
+    expect(sent.slice(firstDryRun, firstDryRun + 2).sort()).toEqual([
+      'Deployment (dry run)',
+      'StatefulSet (dry run)',
+    ]);
+    expect(sent.slice(firstDryRun + 2)).toEqual(['Deployment', 'Deployment', 'StatefulSet']);
+  });
+
+  it.each([
+    ['the second Deployment', 'Deployment'],
+    ['the StatefulSet', 'StatefulSet'],
+  ])('refused at the dry run of %s: no workload written, the rest undone', async (_, refusedKind) => {
+    const { cluster, reconcile, reported } = world(fresh, { deployment: several });
+    cluster.before = ({ verb, kind, dryRun }) => {
+      if (verb === 'apply' && kind === refusedKind && dryRun)
+        throw new KubeApiError({ verb: 'apply', kind, status: 422, reason: 'Invalid' });
+    };
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    const workloadWrites = writes(cluster.calls).filter(
+      (c) => (c.kind === 'Deployment' || c.kind === 'StatefulSet') && !c.dryRun,
+    );
+    expect(workloadWrites).toEqual([]);
+    // The Secret, Services and policies written first are deleted, the inventory too.
+    expect(cluster.calls.filter((c) => c.verb === 'delete').length).toBeGreaterThan(0);
+    expect(cluster.names()).toEqual([]);
+  });
+});
