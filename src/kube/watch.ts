@@ -335,9 +335,12 @@ function recall(remembered: Remembered, uid: string): LiveKubeObject {
     remembered.split(FIELD_SEPARATOR);
   const labels: Record<string, string> = {};
   for (let i = 0; i + 1 < pairs.length; i += 2) labels[pairs[i] ?? ''] = pairs[i + 1] ?? '';
-  const metadata = { name, uid, resourceVersion, labels, annotations: {} };
+  const metadata = { name, uid, resourceVersion, labels, annotations: NO_ANNOTATIONS };
   return { apiVersion, kind, metadata: namespace === '' ? metadata : { ...metadata, namespace } };
 }
+
+/** One empty annotations object for every skeleton (the watch cache holds a pod summary each). */
+const NO_ANNOTATIONS: Record<string, string> = Object.freeze({});
 
 /**
  * An object's identity, version and labels (`keptLabels` of them, when given), nothing else: what
@@ -347,7 +350,7 @@ function recall(remembered: Remembered, uid: string): LiveKubeObject {
 export function skeleton(object: LiveKubeObject, keptLabels?: readonly string[]): LiveKubeObject {
   const { name, namespace, uid, resourceVersion } = object.metadata;
   const labels = keptLabels ? pickLabels(object.metadata.labels, keptLabels) : object.metadata.labels;
-  const metadata = { name, uid, resourceVersion, labels, annotations: {} };
+  const metadata = { name, uid, resourceVersion, labels, annotations: NO_ANNOTATIONS };
   return {
     apiVersion: object.apiVersion,
     kind: object.kind,

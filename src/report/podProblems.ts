@@ -50,29 +50,33 @@ export function podProblemReasons(pod: unknown): string[] {
 }
 
 /**
- * A pod cut to what `podProblemReasons` reads and the cache indexes (identity, labels, phase, the
- * PodScheduled condition, each container's waiting reason): the watch cache holds every pod of
- * the listener, and a whole pod is some ten times the size.
+ * A pod cut to what can give `podProblemReasons` a reason and what the cache indexes: identity,
+ * labels, phase, a PodScheduled condition that is not True, and the containers that wait with a
+ * reason. The watch cache holds every pod of the listener, most of them healthy: such a pod is
+ * held as its identity and phase alone (a whole pod is some thirty times the size; keeping every
+ * condition and container cost some 400 bytes a pod more).
  */
 export function podSummary(pod: LiveKubeObject, keptLabels?: readonly string[]): LiveKubeObject {
   const parsed = PodStatusFields.safeParse(pod);
   const status = parsed.success ? parsed.data.status : undefined;
-  const containers = (statuses: z.infer<typeof ContainerStatus>[] | undefined) =>
-    statuses?.map((c) => ({
-      name: c.name,
-      state: c.state?.waiting ? { waiting: { reason: c.state.waiting.reason } } : {},
-    }));
-  return {
-    ...skeleton(pod, keptLabels),
-    status: {
-      phase: status?.phase,
-      conditions: status?.conditions
-        ?.filter((c) => c.type === 'PodScheduled')
-        .map((c) => ({ type: c.type, status: c.status, reason: c.reason })),
-      initContainerStatuses: containers(status?.initContainerStatuses),
-      containerStatuses: containers(status?.containerStatuses),
-    },
+  const waiting = (statuses: z.infer<typeof ContainerStatus>[] | undefined) => {
+    const kept = statuses?.flatMap((c) =>
+      c.state?.waiting?.reason
+        ? [{ name: c.name, state: { waiting: { reason: c.state.waiting.reason } } }]
+        : [],
+    );
+    return kept?.length ? kept : undefined;
   };
+  const conditions = status?.conditions
+    ?.filter((c) => c.type === 'PodScheduled' && c.status !== 'True')
+    .map((c) => ({ type: c.type, status: c.status, reason: c.reason }));
+  const summary: Record<string, unknown> = { phase: status?.phase };
+  if (conditions?.length) summary.conditions = conditions;
+  const initContainerStatuses = waiting(status?.initContainerStatuses);
+  if (initContainerStatuses) summary.initContainerStatuses = initContainerStatuses;
+  const containerStatuses = waiting(status?.containerStatuses);
+  if (containerStatuses) summary.containerStatuses = containerStatuses;
+  return { ...skeleton(pod, keptLabels), status: summary };
 }
 
 /** The identity of a pod as the tracker needs it. */

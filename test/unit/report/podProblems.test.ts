@@ -92,7 +92,7 @@ describe('podSummary', () => {
     expect(podProblemReasons(podSummary(asPod(yaml)))).toEqual(reasons);
   });
 
-  it('keeps identity and labels, and drops the spec, annotations and everything else of the status', () => {
+  it('keeps of a healthy pod its identity, labels and phase alone', () => {
     const pod = asPod(`
 spec: { containers: [{ name: app, image: registry.example.test/app:1, env: [{ name: A, value: b }] }] }
 status:
@@ -104,12 +104,21 @@ status:
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { ...identity, annotations: {} },
-      status: {
-        phase: 'Running',
-        conditions: [{ type: 'PodScheduled', status: 'True', reason: undefined }],
-        initContainerStatuses: undefined,
-        containerStatuses: [{ name: 'app', state: {} }],
-      },
+      status: { phase: 'Running' },
+    });
+  });
+
+  it('keeps of a troubled pod the unscheduled condition and the waiting containers alone', () => {
+    const pod = asPod(`
+status:
+  phase: Pending
+  conditions: [{ type: Ready, status: "False" }, { type: PodScheduled, status: "False", reason: Unschedulable, message: "0/3 nodes" }]
+  initContainerStatuses: [{ name: init, state: { terminated: { exitCode: 0 } } }]
+  containerStatuses: [{ name: app, state: { waiting: { reason: ImagePullBackOff, message: "pull failed" } } }, { name: side, state: { running: {} } }]`);
+    expect(podSummary(pod).status).toEqual({
+      phase: 'Pending',
+      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }],
+      containerStatuses: [{ name: 'app', state: { waiting: { reason: 'ImagePullBackOff' } } }],
     });
   });
 });
