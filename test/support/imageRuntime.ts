@@ -14,7 +14,7 @@ export const IMAGE_ENV = {
   MALLOC_ARENA_MAX: '2',
   MALLOC_MMAP_THRESHOLD_: '131072',
   MALLOC_TRIM_THRESHOLD_: '131072',
-  NODE_OPTIONS: '--max-semi-space-size=16',
+  NODE_OPTIONS: '--max-semi-space-size=16 --max-old-space-size-percentage=60',
 } as const;
 
 /**
