@@ -46,8 +46,7 @@ RUN rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack 
 # the container's memory limit: sized by V8 alone it takes two thirds (256 MiB of 384), which
 # with the young generation, the binary's own pages and malloc adds up to more than the limit, so
 # a large listener would be killed by the kernel before V8 collected hard (a container without a
-# limit: 60 % of the node's memory). Keep both when setting
-# NODE_OPTIONS.
+# limit: 60 % of the node's memory). Keep both when setting NODE_OPTIONS.
 ENV NODE_ENV=production MALLOC_ARENA_MAX=2 \
     MALLOC_MMAP_THRESHOLD_=131072 MALLOC_TRIM_THRESHOLD_=131072 \
     NODE_OPTIONS="--max-semi-space-size=16 --max-old-space-size-percentage=60"
