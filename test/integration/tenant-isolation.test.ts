@@ -1,17 +1,26 @@
 // Issue 18, as an attacker with only a control-plane account would try it, against the real agent
 // and API server: a second deployment in the same namespace that names the first one's database
 // volume, generated Secrets or inventory gets nothing — it is refused, naming each reference, and
-// nothing of it is written — while the first keeps running untouched.
+// nothing of it is written — while the first keeps running untouched. Naming them before the
+// first exists gets nothing either (held until they exist, then refused), nor does naming an
+// object the agent keeps for another listener's deployment.
+import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient, type LiveKubeObject } from '../../src/kube/index.ts';
 import { loadDigestKey } from '../../src/manager/digestKey.ts';
-import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
+import {
+  AGENT_NAME,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  LABEL_MANAGED_BY,
+} from '../../src/objects/ownership.ts';
 import { inventoryName } from '../../src/reconcile/inventoryStore.ts';
 import { chooseTarget } from '../../src/reconcile/target.ts';
 import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
-import { app, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
+import { eventually } from '../support/adminKube.ts';
+import { app, revisionStatus, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
 const setup = useAgentWorld();
 
@@ -46,11 +55,17 @@ describe("another deployment's objects", () => {
             { name: 'loot', persistentVolumeClaim: { claimName: 'data-victim-db-0' } },
             { name: 'creds', secret: { secretName: 'victim-db-credentials' } },
             { name: 'books', configMap: { name: inventoryName(victim.id) } },
+            // A CSI driver is handed the Secret it names at mount time.
+            {
+              name: 'driver',
+              csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: 'victim-secrets' } },
+            },
           ],
           volume_mounts: [
             { name: 'loot', mountPath: '/loot' },
             { name: 'creds', mountPath: '/creds' },
             { name: 'books', mountPath: '/books' },
+            { name: 'driver', mountPath: '/driver' },
           ],
           image_pull_secrets: [{ name: 'victim-secrets' }],
         }),
@@ -70,6 +85,9 @@ describe("another deployment's objects", () => {
       'Secret/victim-secrets',
     ])
       expect(reason).toContain(`names ${named}, which belongs to another deployment`);
+    expect(reason).toContain(
+      'spec.volumes[3].csi.nodePublishSecretRef.name names Secret/victim-secrets, which belongs to another deployment',
+    );
 
     // Nothing of the thief was written; the victim runs on, untouched.
     const names = (await setup.world.kube.apps.listNamespacedDeployment({ namespace: setup.ns })).items.map(
@@ -80,6 +98,129 @@ describe("another deployment's objects", () => {
       (s) => s.metadata?.name,
     );
     expect(secrets.filter((n) => n?.startsWith('thief'))).toEqual([]);
+  });
+});
+
+/** The last message reported for a deployment. */
+const lastMessage = (deploymentId: string): string =>
+  setup.world.emulator
+    .state()
+    .deployments.find((d) => d.deployment.id === deploymentId)
+    ?.deploy_logs.at(-1)?.message ?? '';
+
+/** Every object of the kinds the agent writes that carries a deployment's id label, as `Kind/name`. */
+async function objectsOf(deploymentId: string): Promise<string[]> {
+  const kube = await KubeClient.fromKubeconfig(setup.world.kubeconfigPath, {
+    logger: pino({ level: 'silent' }),
+  });
+  try {
+    const found: string[] = [];
+    for (const kind of [
+      'Deployment',
+      'StatefulSet',
+      'Service',
+      'Secret',
+      'ConfigMap',
+      'NetworkPolicy',
+    ] as const)
+      for (const object of await kube.list(kind, {
+        namespace: setup.ns,
+        labelSelector: `${LABEL_DEPLOYMENT_ID}=${deploymentId}`,
+      }))
+        found.push(`${kind}/${object.metadata.name}`);
+    return found;
+  } finally {
+    await kube.close();
+  }
+}
+
+describe('a name that does not exist yet', () => {
+  it('is not used: the deployment waits, writes nothing, and is refused once another deployment makes it', async () => {
+    // Named before the deployment they will belong to is made: its generated Secret and its database volume.
+    const early = await setup.world.client.createDeployment(
+      app(setup.world, 'early', setup.ns, {
+        ...source({
+          min_scale: 1,
+          max_scale: 1,
+          cpu: 0.05,
+          memory_mb: 32,
+          volumes: [
+            { name: 'loot', persistentVolumeClaim: { claimName: 'data-late-db-0' } },
+            { name: 'creds', secret: { secretName: 'late-secrets' } },
+          ],
+          volume_mounts: [
+            { name: 'loot', mountPath: '/loot' },
+            { name: 'creds', mountPath: '/creds' },
+          ],
+        }),
+      }),
+    );
+    await waitForRevision(setup.world, early, 'DEPLOY_FAILED');
+    const waiting = lastMessage(early.id);
+    expect(waiting).toContain(
+      'spec.volumes[0].persistentVolumeClaim.claimName names PersistentVolumeClaim/data-late-db-0, which does not exist yet',
+    );
+    expect(waiting).toContain(
+      'spec.volumes[1].secret.secretName names Secret/late-secrets, which does not exist yet',
+    );
+    expect(await objectsOf(early.id)).toEqual([]);
+
+    // The victim comes: its Secret and claim now exist under those names, and are its own.
+    const late = await setup.world.client.createDeployment(
+      app(
+        setup.world,
+        'late',
+        setup.ns,
+        source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 }),
+      ),
+    );
+    // The waiting deployment, looked at again, is refused for good once either exists (the claim
+    // comes after the Secret, once the StatefulSet runs: named as still missing, or as foreign).
+    await eventually(
+      'the early deployment refused as foreign',
+      async () =>
+        lastMessage(early.id).includes('Secret/late-secrets, which belongs to another deployment')
+          ? true
+          : undefined,
+      60_000,
+    );
+    expect(lastMessage(early.id)).toMatch(
+      /names PersistentVolumeClaim\/data-late-db-0, which (belongs to another deployment|does not exist yet)/,
+    );
+    expect(await revisionStatus(setup.world, early.id, early.latest_revision_id ?? '')).toBe('DEPLOY_FAILED');
+    expect(await objectsOf(early.id)).toEqual([]);
+    expect(await objectsOf(late.id)).toContain('Secret/late-secrets');
+  }, 120_000);
+});
+
+describe("an object the agent keeps for another listener's deployment", () => {
+  it('is foreign: refused, nothing written', async () => {
+    // As another agent (another listener) would have made it for one of its deployments.
+    await setup.world.kube.core.createNamespacedSecret({
+      namespace: setup.ns,
+      body: {
+        metadata: {
+          name: 'elsewhere-secrets',
+          labels: {
+            [LABEL_MANAGED_BY]: AGENT_NAME,
+            [LABEL_LISTENER_ID]: randomUUID(),
+            [LABEL_DEPLOYMENT_ID]: randomUUID(),
+          },
+        },
+        stringData: { API_TOKEN: 'theirs' },
+      },
+    });
+    const stranger = await setup.world.client.createDeployment(
+      app(setup.world, 'stranger', setup.ns, {
+        ...source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 }),
+        secret_references: [{ name: 'STOLEN', secret_name: 'elsewhere-secrets', secret_key: 'API_TOKEN' }],
+      }),
+    );
+    await waitForRevision(setup.world, stranger, 'DEPLOY_FAILED');
+    expect(lastMessage(stranger.id)).toContain(
+      'names Secret/elsewhere-secrets, which belongs to another deployment',
+    );
+    expect(await objectsOf(stranger.id)).toEqual([]);
   });
 });
 
