@@ -165,6 +165,8 @@ interface SendOptions {
   readonly body?: unknown;
   /** Cancels the request and its retries (a shutdown, a lost lease). */
   readonly signal?: AbortSignal | undefined;
+  /** What is left of a listing's bytes (controlPlane.maxListingBytes), and its error past them. */
+  readonly listing?: { readonly bytesLeft: number; readonly refusal: () => ControlPlaneError };
 }
 
 /** Per-call options of the reading calls the agent makes in its loops. */
@@ -402,17 +404,21 @@ export class ControlPlaneClient {
     for (let pages = 1; ; pages++) {
       if (pages > maxPages)
         throw refuse('TOO_MANY_PAGES', `returned more than ${maxPages} pages (controlPlane.maxPages)`);
+      // Every page is held until the listing completes: the cap is on the listing, not the page,
+      // and no page is read past it.
       const sent = await this.#send('GET', target, {
         query: { ...query, limit: pageSize, offset },
         signal: options.signal,
+        listing: {
+          bytesLeft: maxListingBytes - listingBytes,
+          refusal: () =>
+            refuse(
+              'LISTING_TOO_LARGE',
+              `returned more than ${maxListingBytes} bytes in ${pages} pages (controlPlane.maxListingBytes)`,
+            ),
+        },
       });
-      // Every page is held until the listing completes: the cap is on the listing, not the page.
       listingBytes += sent.bytes;
-      if (listingBytes > maxListingBytes)
-        throw refuse(
-          'LISTING_TOO_LARGE',
-          `returned more than ${maxListingBytes} bytes in ${pages} pages (controlPlane.maxListingBytes)`,
-        );
       const page = PageEnvelope.safeParse(this.#parse('GET', path, sent));
       if (!page.success)
         throw refuse('INVALID_RESPONSE', `returned an invalid page ${pages} at offset ${offset}`);
@@ -523,12 +529,15 @@ export class ControlPlaneClient {
       retryAfter = header(response.headers['retry-after']);
       ({ text, bytes } = await boundedText(
         response.body,
-        this.#config.maxResponseBytes,
+        Math.min(this.#config.maxResponseBytes, options.listing?.bytesLeft ?? Number.POSITIVE_INFINITY),
         header(response.headers['content-length']),
       ));
     } catch (cause) {
       if (cause instanceof ResponseTooLargeError) {
         this.#observe(target, method, String(status), started);
+        const { listing } = options;
+        if (listing !== undefined && listing.bytesLeft < this.#config.maxResponseBytes)
+          throw listing.refusal();
         throw new ControlPlaneError(
           `${method} ${path} answered a body over ${this.#config.maxResponseBytes} bytes (controlPlane.maxResponseBytes)`,
           { code: 'RESPONSE_TOO_LARGE', method, path, status, requestId },

@@ -1,7 +1,9 @@
 // Issue 18, finding 6: what the control plane sends is untrusted input, its size included. A
-// 300 MiB listing body and a listing that never ends each fail that poll with a typed error — the
-// body refused past controlPlane.maxResponseBytes, the listing past controlPlane.maxPages — nothing
-// is deleted, and the agent process (the real one) grows by no more than the cap allows.
+// 300 MiB listing body, a listing that never ends, one whose full pages together pass the listing
+// cap and a page with more items than asked for each fail that poll with a typed error — the body
+// refused past controlPlane.maxResponseBytes, the listing past controlPlane.maxPages or
+// controlPlane.maxListingBytes, the page past its limit — nothing is deleted, and the agent
+// process (the real one) grows by no more than the caps allow.
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +24,9 @@ async function peakRssMiB(): Promise<number> {
   const status = await readFile(`/proc/${agent.child.pid}/status`, 'utf8');
   return Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1] ?? Number.NaN) / 1024;
 }
+
+/** How many polls the agent logged as refused with `code`. */
+const refusals = (code: string) => (agent.output().match(new RegExp(`"code":"${code}"`, 'g')) ?? []).length;
 
 const workloads = async () =>
   (await world.kube.apps.listNamespacedDeployment({ namespace: ns })).items.map((d) => d.metadata?.name);
@@ -72,27 +77,83 @@ describe('a control plane that answers too much', () => {
       60_000,
     );
     // Several polls of it: still refused each time, nothing deleted.
-    const refusals = () => (agent.output().match(/"code":"RESPONSE_TOO_LARGE"/g) ?? []).length;
-    await eventually('three refusals', async () => (refusals() >= 3 ? true : undefined), 60_000);
+    await eventually(
+      'three refusals',
+      async () => (refusals('RESPONSE_TOO_LARGE') >= 3 ? true : undefined),
+      60_000,
+    );
     expect(await workloads()).toEqual(['kept']);
     const peak = await peakRssMiB();
     console.log(
-      `bounded input: agent peak RSS ${before.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB after ${refusals()} refused 300 MiB bodies`,
+      `bounded input: agent peak RSS ${before.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB after ${refusals('RESPONSE_TOO_LARGE')} refused 300 MiB bodies`,
     );
     expect(peak - before).toBeLessThan(5 * 16);
     expect(peak).toBeLessThan(150);
   });
 
-  it('a listing that never ends: refused at the page cap, a typed error, nothing deleted', async () => {
+  // A thousand requests a second fill the young generation the image gives V8 (semi-spaces of
+  // 16 MiB, three of them in all): the growth is that churn — as much with empty items — not what
+  // the listing holds (some 10 MiB of refused items, gone with it).
+  it('a listing that never ends: refused at the page cap, a typed error, nothing deleted, RSS grown by the young generation at most', async () => {
+    const before = await peakRssMiB();
     proxy.fault = 'endless-pages';
     await eventually(
       'the refusal logged',
-      async () => (agent.output().includes('"code":"TOO_MANY_PAGES"') ? true : undefined),
+      async () => (refusals('TOO_MANY_PAGES') > 0 ? true : undefined),
+      60_000,
+    );
+    await eventually(
+      'three refusals',
+      async () => (refusals('TOO_MANY_PAGES') >= 3 ? true : undefined),
       60_000,
     );
     expect(await workloads()).toEqual(['kept']);
+    const peak = await peakRssMiB();
+    console.log(
+      `bounded input: agent peak RSS ${before.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB after ${refusals('TOO_MANY_PAGES')} listings refused at 1,000 pages`,
+    );
+    expect(peak - before).toBeLessThan(3 * 16 + 16);
+    expect(peak).toBeLessThan(150 + 3 * 16);
+  });
+
+  it('a page with more items than the limit asked for: refused, naming the listing and the page, nothing deleted', async () => {
+    proxy.fault = 'overfull-page';
+    await eventually(
+      'the refusal logged',
+      async () => (refusals('PAGE_TOO_LARGE') > 0 ? true : undefined),
+      60_000,
+    );
+    expect(agent.output()).toContain(
+      'GET /v2/deployments returned 101 items in page 1 (offset 0), more than the 100 asked for',
+    );
+    expect(await workloads()).toEqual(['kept']);
+  });
+
+  // Every page of a listing is held until it completes: without a cap on the listing, 1,000 pages
+  // each under the body cap would be 15 GiB. Refused at controlPlane.maxListingBytes (64 MiB, no
+  // page read past it), the growth is what the cap lets through — its pages, parsed, and the
+  // garbage of reading them — as the 300 MiB case's is bounded by five times the body cap.
+  it('full pages that never end, each under the body cap: refused at the listing cap, nothing deleted, RSS bounded by it', async () => {
+    const before = await peakRssMiB();
+    proxy.fault = 'heavy-pages';
+    await eventually(
+      'three refusals',
+      async () => (refusals('LISTING_TOO_LARGE') >= 3 ? true : undefined),
+      120_000,
+    );
+    expect(agent.output()).toContain(
+      'GET /v2/deployments returned more than 67108864 bytes in 5 pages (controlPlane.maxListingBytes)',
+    );
+    expect(await workloads()).toEqual(['kept']);
+    const peak = await peakRssMiB();
+    console.log(
+      `bounded input: agent peak RSS ${before.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB after ${refusals('LISTING_TOO_LARGE')} listings of 15 MiB pages refused at the 64 MiB listing cap`,
+    );
+    expect(peak - before).toBeLessThan(5 * 64);
+  });
+
+  it('answered normally again: the agent carries on (a change is applied)', async () => {
     proxy.fault = 'none';
-    // Answered normally again: the agent carries on (a change is applied).
     const kept = (await world.client.listAllDeployments({ name_contains: 'kept' })).items[0];
     const changed = await world.client.patchDeployment(kept?.id ?? '', {
       source_revision_config: { image_uri: 'nginx:1.28' },

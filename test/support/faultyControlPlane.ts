@@ -5,11 +5,45 @@ import type { AddressInfo } from 'node:net';
 
 /**
  * `huge-body`: the listing answers a 300 MiB body; `endless-pages`: the listing never ends (each
- * page one more item of another listener, and an offset that keeps moving).
+ * page one more item of another listener, and an offset that keeps moving); `heavy-pages`: it
+ * never ends either, each page as many valid deployments of another listener as the limit asks
+ * for, some 15 MiB in all (under the 16 MiB body cap); `overfull-page`: its first page holds one
+ * item more than the limit asks for.
  */
-export type Fault = 'none' | 'empty-list' | 'errors' | 'fail-page-2' | 'huge-body' | 'endless-pages';
+export type Fault =
+  | 'none'
+  | 'empty-list'
+  | 'errors'
+  | 'fail-page-2'
+  | 'huge-body'
+  | 'endless-pages'
+  | 'heavy-pages'
+  | 'overfull-page';
 
 const HUGE_BODY_BYTES = 300 * 2 ** 20;
+/** A heavy page's items' padding: 100 items of it are 15 MiB. */
+const HEAVY_ITEM_PAD = 'x'.repeat((15 * 2 ** 20) / 100);
+
+/** A valid deployment of a listener that is not the agent's, its one secret `pad`. */
+function othersDeployment(n: number, pad: string): Record<string, unknown> {
+  return {
+    id: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`,
+    tenant_id: '00000000-0000-4000-8000-000000000001',
+    name: `other-${n}`,
+    source: 'external_container',
+    source_config: {
+      listener_id: '00000000-0000-4000-8000-0000000000ff',
+      listener_config: { k8s_namespace: 'elsewhere' },
+    },
+    source_revision_config: { image_uri: 'nginx:1.27' },
+    secrets: pad === '' ? [] : [{ name: 'PAD', value: pad }],
+    status: 'READY',
+    created_at: '2026-11-01T09:04:00Z',
+    updated_at: '2026-11-01T09:04:00Z',
+    latest_revision_id: null,
+    active_revision_id: null,
+  };
+}
 
 export interface FaultyControlPlane {
   readonly url: string;
@@ -73,6 +107,19 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
       res
         .writeHead(200, { 'content-type': 'application/json' })
         .end(JSON.stringify({ resources: [item], offset: offset + 1 }));
+      return;
+    }
+    if (isListing && (state.fault === 'heavy-pages' || state.fault === 'overfull-page')) {
+      const offset = Number(url.searchParams.get('offset') ?? 0);
+      const limit = Number(url.searchParams.get('limit') ?? 100);
+      const heavy = state.fault === 'heavy-pages';
+      const count = heavy ? limit : limit + 1;
+      const resources = Array.from({ length: count }, (_, i) =>
+        othersDeployment(offset + i, heavy ? HEAVY_ITEM_PAD : ''),
+      );
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ resources, offset: offset + count }));
       return;
     }
     if (isListing && state.fault === 'empty-list') {
