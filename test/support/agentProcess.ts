@@ -62,14 +62,18 @@ export async function writeAgentConfig(
   return path;
 }
 
-/** The agent from its sources, or as the image runs it (`main`: a bundle, with `env`: the image's). */
+/**
+ * The agent from its sources, or as the image runs it (`main`: a bundle, with `env`: the image's);
+ * `env` last (the test setup's K8S_LISTENER_KUBECONFIG would win over the file's `kubeconfig`).
+ */
 export function startAgentProcess(
   configPath: string,
   identity: string,
   image?: { readonly main: string; readonly env: Readonly<Record<string, string>> },
+  env: Readonly<Record<string, string>> = {},
 ): AgentProcess {
   const child = spawn(process.execPath, [image?.main ?? MAIN, 'run', '--config', configPath], {
-    env: { ...process.env, ...image?.env, POD_NAME: identity, POD_NAMESPACE: 'default' },
+    env: { ...process.env, ...image?.env, POD_NAME: identity, POD_NAMESPACE: 'default', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
