@@ -40,6 +40,26 @@ const timeoutMs = Number(values.timeout) * 1000;
 if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new Error('--timeout must be a number of seconds');
 
 const say = (line: string) => process.stdout.write(`[demo] ${line}\n`);
+
+/**
+ * The Secrets the seed's deployments reference (in their namespaces), and `regcred`, the pull
+ * Secret of docs/langgraph-cli.md's commands, in the namespace the demo prints for them. The
+ * values are placeholders: kwok's nodes run no containers.
+ */
+function platformSecrets(cliNamespace: string) {
+  const pull = {
+    type: 'kubernetes.io/dockerconfigjson',
+    stringData: { '.dockerconfigjson': '{"auths":{}}' },
+  };
+  return [
+    { namespace: 'apps', metadata: { name: 'mail' }, stringData: { password: 'demo' } },
+    { namespace: 'apps-staging', metadata: { name: 'search' }, stringData: { token: 'demo' } },
+    { namespace: 'apps-staging', metadata: { name: 'agent-certs' }, stringData: { 'tls.crt': '' } },
+    { namespace: 'apps-staging', metadata: { name: 'registry-credentials' }, ...pull },
+    { namespace: cliNamespace, metadata: { name: 'regcred' }, ...pull },
+  ];
+}
+
 const seedPath = new URL('../../src/emulator/fixtures/seed.json', import.meta.url).pathname;
 const seed = EmulatorState.parse(JSON.parse(await readFile(seedPath, 'utf8')));
 const listener = seed.listeners[0];
@@ -118,8 +138,9 @@ try {
   if (created.status !== 201) throw new Error(`creating ${INVALID_DEPLOYMENT.name}: HTTP ${created.status}`);
   const invalidId = ((await created.json()) as { id: string }).id;
 
-  // What a platform team prepares before installing the agent: its namespaces, and the service
-  // account one seeded deployment names.
+  // What a platform team prepares before installing the agent: its namespaces, the service
+  // account one seeded deployment names, and the Secrets and ConfigMap they name (the agent
+  // applies nothing that names one which does not exist).
   const kube = adminKube(cluster.kubeconfigPath);
   for (const name of namespaces) {
     await kube.core.createNamespace({ body: { metadata: { name } } });
@@ -128,6 +149,12 @@ try {
       body: { metadata: { name: 'agent-platform' } },
     });
   }
+  for (const { namespace, ...body } of platformSecrets(namespaces[0] ?? 'default'))
+    await kube.core.createNamespacedSecret({ namespace, body });
+  await kube.core.createNamespacedConfigMap({
+    namespace: 'apps-staging',
+    body: { metadata: { name: 'agent-settings' }, data: { 'settings.yaml': 'mode: demo\n' } },
+  });
 
   // One configuration file for the agent here and for the commands printed below.
   await writeFile(
@@ -184,9 +211,11 @@ try {
   say('try, while the demo runs (from this directory):');
   for (const name of ['status', 'diff', 'check']) say(`  ${command(name)}`);
   // The real control plane's own client (docs/langgraph-cli.md); the emulator takes any API key.
+  // Without LANGGRAPH_CLI_NO_ANALYTICS=1 each `deploy` command posts to the CLI's analytics host,
+  // with no timeout, and waits for that post before it exits: offline, it can hang there.
   say('deploy with the LangGraph CLI (docs/langgraph-cli.md), in a directory with a langgraph.json:');
   say(
-    `  export LANGGRAPH_HOST_URL=${emulator.url} LANGGRAPH_HOST_API_KEY=demo LISTENER_ID=${listener.id} NAMESPACE=${namespaces[0] ?? ''}`,
+    `  export LANGGRAPH_HOST_URL=${emulator.url} LANGGRAPH_HOST_API_KEY=demo LANGGRAPH_CLI_NO_ANALYTICS=1 LISTENER_ID=${listener.id} NAMESPACE=${namespaces[0] ?? ''}`,
   );
   // The environment wins over a configuration file: say so when this shell would redirect them.
   const overriding = Object.keys(process.env).filter((name) => name.startsWith('K8S_LISTENER_'));

@@ -161,9 +161,10 @@ describe.concurrent('npm run demo', () => {
       expect(existsSync(configPath)).toBe(true);
       const commands = Object.fromEntries(printed.map((m) => [m[2], m[1] ?? '']));
 
-      // The LangGraph CLI's environment, printed for the demo's emulator, works with the real CLI.
+      // The LangGraph CLI's environment, printed for the demo's emulator, works with the real CLI;
+      // it turns the CLI's analytics off (a post to a third party, with no timeout, on every command).
       const exported =
-        /^\[demo\] {3}(export LANGGRAPH_HOST_URL=\S+ LANGGRAPH_HOST_API_KEY=\S+ LISTENER_ID=(\S+) NAMESPACE=(\S+))$/m.exec(
+        /^\[demo\] {3}(export LANGGRAPH_HOST_URL=\S+ LANGGRAPH_HOST_API_KEY=\S+ LANGGRAPH_CLI_NO_ANALYTICS=1 LISTENER_ID=(\S+) NAMESPACE=(\S+))$/m.exec(
           output,
         );
       expect(exported, output).not.toBeNull();
