@@ -112,7 +112,8 @@ async function admitted(name: string, template: Record<string, unknown>): Promis
       name: `probe-${Math.random().toString(36).slice(2, 10)}`,
       namespace,
       labels: (metadata.labels ?? {}) as Record<string, string>,
-      annotations: {},
+      // The template's own: AppArmor and seccomp annotations are part of what admission checks.
+      annotations: (metadata.annotations ?? {}) as Record<string, string>,
     },
     spec: template.spec,
   };

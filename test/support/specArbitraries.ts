@@ -247,6 +247,7 @@ const anyContext = fc.record(
     appArmorProfile: profile(['RuntimeDefault', 'Unconfined', 'Localhost']),
     seLinuxOptions: fc.constantFrom({ type: 'container_t' }, { type: 'spc_t' }, { level: 's0:c123,c456' }),
     procMount: fc.constantFrom('Default', 'Unmasked'),
+    windowsOptions: fc.constantFrom({ hostProcess: true }, { hostProcess: false }),
   },
   { requiredKeys: [] },
 );
