@@ -282,13 +282,21 @@ function resolveNamespace(input: PlanInput, problems: Problems): string | undefi
   return namespace;
 }
 
-/** Every numeric field must be a finite number ≥ 0; the valid ones are returned by name. */
+/**
+ * Every numeric field must be a finite number ≥ 0, below 1e21: from there JavaScript writes it
+ * with an exponent ("1e+300Gi"), which no quantity parses — the API server answers such an apply
+ * with a 500, not a refusal, and it would be retried for ever. The valid ones are returned by name.
+ */
 function checkNumbers(spec: ResourceSpec, problems: Problems): Map<NumericKey, number> {
   const numbers = new Map<NumericKey, number>();
   for (const [key, value] of Object.entries(spec)) {
     if (typeof value !== 'number') continue;
     if (!Number.isFinite(value) || value < 0) {
       problems.add(`${SPEC}.${key}`, 'must be a non-negative number');
+      continue;
+    }
+    if (value >= 1e21) {
+      problems.add(`${SPEC}.${key}`, 'is too large for a Kubernetes quantity (at most 1e21)');
       continue;
     }
     numbers.set(key as NumericKey, value);

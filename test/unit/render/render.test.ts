@@ -146,6 +146,13 @@ describe('cpu and memory', () => {
       'source_config.resource_spec.db_memory_mb': 'must be greater than zero',
     });
   });
+
+  it('refuses a number too large to be written as a quantity, which the API server would answer with a 500', () => {
+    expect(problems(withSpec({ db_storage_gi: 1e300, memory_mb: 1e21 }))).toEqual({
+      'source_config.resource_spec.db_storage_gi': 'is too large for a Kubernetes quantity (at most 1e21)',
+      'source_config.resource_spec.memory_mb': 'is too large for a Kubernetes quantity (at most 1e21)',
+    });
+  });
 });
 
 describe('workload groups', () => {
