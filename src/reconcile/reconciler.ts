@@ -206,7 +206,11 @@ export class Reconciler {
     let agentChange: AgentChangeTurn | undefined;
     try {
       const steps = this.#plan(objects, await this.#readOwned(deploymentId, objects, signal));
-      await this.#checkReferences(deploymentId, objects, signal);
+      // References are judged when a pod template is written: one found as desired was judged
+      // then, and a platform Secret deleted since stops nothing that runs (nor is it read again
+      // at each look of a rollout: the platform's objects are not watched).
+      if (steps.some((step) => step.why !== undefined))
+        await this.#checkReferences(deploymentId, objects, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
       // An agent change (the same input rendered anew by this agent) waits its turn, as it is.
       agentChange = this.#agentChangeTurn(recorded, next, steps);

@@ -378,6 +378,17 @@ describe('references of a deployment’s pods (in memory)', () => {
       { verb: 'get', kind: 'PersistentVolumeClaim', namespace: NAMESPACE },
     ]);
   });
+  it('judges references when a pod template is written: a platform Secret deleted since stops nothing, and is not asked again', async () => {
+    const platform = naming([{ name: 'platform', secret: { secretName: 'shared-tls' } }]);
+    const { cluster, reconcile, reported } = world(fresh, { deployment: platform, cache: syncedCache() });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    await cluster.delete({ apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shared-tls' });
+    const before = cluster.calls.length;
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.calls.slice(before).filter((c) => c.kind === 'Secret')).toEqual([]);
+    expect((await reported()).every((r) => r.revision_status !== 'DEPLOY_FAILED')).toBe(true);
+  });
 });
 
 // DESIGN.md safety rule 7 on a first apply: what runs nothing is written first, then every
