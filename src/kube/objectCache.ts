@@ -69,6 +69,8 @@ export class ObjectCache implements ObjectReader {
   readonly #slim = new WeakSet<LiveKubeObject>();
   /** Label values and namespaces: one copy each, shared by every object that carries them. */
   readonly #strings = new StringPool();
+  /** Conditions held by type, status and reason alone: one frozen copy of each combination. */
+  readonly #conditions = new SharedConditions();
 
   constructor(options: ObjectCacheOptions) {
     this.#indexLabel = options.indexLabel;
@@ -203,13 +205,14 @@ export class ObjectCache implements ObjectReader {
     }
     const status = object.status;
     if (!isRecord(status) || !Array.isArray(status.conditions)) return object;
-    // Most conditions are read for their type, status and reason alone; every workload holds them.
+    // Most conditions are read for their type, status and reason alone; every workload holds them,
+    // mostly the same few (Available True MinimumReplicasAvailable…): one shared copy of each.
     const conditions = status.conditions.map((condition: unknown) => {
       if (!isRecord(condition)) return condition;
       const { type, status: conditionStatus, reason, message, lastTransitionTime } = condition;
       return this.#detailedConditions.has(String(type))
         ? { type, status: conditionStatus, reason, message, lastTransitionTime }
-        : { type, status: conditionStatus, reason };
+        : this.#conditions.take(type, conditionStatus, reason);
     });
     return { ...object, status: { ...status, conditions } };
   }
@@ -257,6 +260,26 @@ export class ObjectCache implements ObjectReader {
     if (keys?.size === 0) this.#index.delete(indexKey);
   }
 }
+
+/**
+ * The few type/status/reason combinations the controllers write, each held once. Bounded: past
+ * `MAX_SHARED_CONDITIONS` distinct ones (reasons are the controllers' constants, so only a
+ * misbehaving writer gets there) each object keeps its own copy, as before.
+ */
+class SharedConditions {
+  readonly #held = new Map<string, Readonly<Record<string, unknown>>>();
+
+  take(type: unknown, status: unknown, reason: unknown): Readonly<Record<string, unknown>> {
+    const key = `${String(type)}\u0000${String(status)}\u0000${String(reason)}`;
+    const held = this.#held.get(key);
+    if (held) return held;
+    const condition = Object.freeze({ type, status, reason });
+    if (this.#held.size < MAX_SHARED_CONDITIONS) this.#held.set(key, condition);
+    return condition;
+  }
+}
+
+const MAX_SHARED_CONDITIONS = 256;
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -280,5 +280,22 @@ describe('ObjectCache: what it holds', () => {
     });
     expect(deployment.metadata).not.toHaveProperty('creationTimestamp');
     expect(cache.get({ ...ref, kind: 'PodDisruptionBudget' })).not.toHaveProperty('status');
+
+    // Conditions read for type, status and reason alone are one shared copy across workloads.
+    cache.observe({
+      type: 'ADDED',
+      object: {
+        ...withStatus('Deployment', 'e'),
+        metadata: { ...service('10', 'e').metadata, name: 'other' },
+      },
+    });
+    const conditionsOf = (name: string) =>
+      (
+        cache.get({ ...ref, kind: 'Deployment', name }) as LiveKubeObject & {
+          status: { conditions: object[] };
+        }
+      ).status.conditions;
+    expect(conditionsOf('other')[0]).toBe(conditionsOf(ref.name)[0]);
+    expect(conditionsOf('other')[1]).not.toBe(conditionsOf(ref.name)[1]);
   });
 });
