@@ -11,6 +11,8 @@ const SPEC_KEPT = new Set(['replicas', 'progressDeadlineSeconds', 'updateStrateg
 
 type Fields = Readonly<Record<string, unknown>>;
 
+const NO_SPEC: Fields = Object.freeze({});
+
 function isFields(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -31,7 +33,11 @@ export function withoutBody<T extends object>(object: T): T {
   if (!specHasBody && !TOP_LEVEL.some((key) => key in fields)) return object;
   const slim: Record<string, unknown> = { ...fields };
   for (const key of TOP_LEVEL) delete slim[key];
-  if (specHasBody) slim.spec = Object.fromEntries(Object.entries(spec).filter(([key]) => SPEC_KEPT.has(key)));
+  if (specHasBody) {
+    const kept = Object.entries(spec).filter(([key]) => SPEC_KEPT.has(key));
+    // Most kinds keep nothing of their spec: one empty object for all of them.
+    slim.spec = kept.length === 0 ? NO_SPEC : Object.fromEntries(kept);
+  }
   return slim as T;
 }
 
