@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import { isGone } from './errors.ts';
 import type { CompleteList, ListOptions, LiveKubeObject, RawWatchEvent, WatchOptions } from './kubeClient.ts';
+import type { ListGate } from './listGate.ts';
 import type { KindRef, ManagedKind } from './resources.ts';
 
 export type OwnedObjectEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -38,6 +39,11 @@ export interface OwnedObjectWatcherOptions {
    * costs memory for as long as it exists: keep only what the handler reads.
    */
   readonly keptLabels?: readonly string[];
+  /**
+   * Shared by the watchers of one agent: how many listings (with the handling of what they
+   * listed) run at once. Absent: no limit.
+   */
+  readonly listGate?: ListGate;
   /** A stream with no event and no bookmark for this long is restarted. Default 5 min. */
   readonly watchdogMs?: number;
   /** Exponential backoff after failures: first delay and cap. Defaults 1 s and 60 s. */
@@ -230,14 +236,17 @@ export class OwnedObjectWatcher {
    * listing (every object, managedFields and all) held — as much memory as the cache itself.
    */
   async #list(stream: Stream, known: Map<string, Remembered>, signal: AbortSignal): Promise<string> {
-    const list = await this.#options.client.listWithVersion(stream.kind, {
-      namespace: stream.namespace,
-      labelSelector: this.#options.labelSelector,
-      signal,
-    });
-    this.#stats.lists++;
-    this.#applyList(known, list.items);
-    return list.resourceVersion;
+    const listing = async () => {
+      const list = await this.#options.client.listWithVersion(stream.kind, {
+        namespace: stream.namespace,
+        labelSelector: this.#options.labelSelector,
+        signal,
+      });
+      this.#stats.lists++;
+      this.#applyList(known, list.items);
+      return list.resourceVersion;
+    };
+    return this.#options.listGate ? this.#options.listGate.run(listing) : listing();
   }
 
   #applyList(known: Map<string, Remembered>, items: readonly LiveKubeObject[]): void {

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
-import { EventRecorder, type KubeClient, OwnedObjectWatcher } from '../kube/index.ts';
+import { EventRecorder, type KubeClient, ListGate, OwnedObjectWatcher } from '../kube/index.ts';
 import { ObjectCache } from '../kube/objectCache.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
 import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
@@ -71,7 +71,12 @@ interface Parts {
    * its own at once.
    */
   readonly watchers: Map<string, readonly OwnedObjectWatcher[]>;
+  /** Every watcher's listings, two at a time (kube/listGate.ts). */
+  readonly listGate: ListGate;
 }
+
+/** Listings of the watches at once: two keep both API-server cores busy (bench:sync). */
+const LISTINGS_AT_ONCE = 2;
 
 /**
  * What the watchers remember of each object for a missed deletion, and a pod summary keeps: the
@@ -246,7 +251,18 @@ export class LeaderSession {
       logger: this.#o.logger,
       config,
     });
-    return { desired, inventories, reporter, queue, cache, reconciler, poller, events, watchers: new Map() };
+    return {
+      desired,
+      inventories,
+      reporter,
+      queue,
+      cache,
+      reconciler,
+      poller,
+      events,
+      watchers: new Map(),
+      listGate: new ListGate(LISTINGS_AT_ONCE),
+    };
   }
 
   /** The digest key, made on the first start; retried (a permission is the usual cause, logged). */
@@ -413,6 +429,7 @@ export class LeaderSession {
       namespaces: [namespace],
       labelSelector,
       keptLabels: REMEMBERED_LABELS,
+      listGate: parts.listGate,
       // Handlers only record and enqueue: a hand edit or deletion of an owned object wakes its
       // deployment, whose reconcile then reads the object from the cache. The echo of the
       // agent's own write is no news (the cache has it already) and wakes nothing.
@@ -436,6 +453,7 @@ export class LeaderSession {
       namespaces: [namespace],
       labelSelector,
       keptLabels: REMEMBERED_LABELS,
+      listGate: parts.listGate,
       onEvent: (event) => {
         parts.cache.observe({ type: event.type, object: podSummary(event.object, REMEMBERED_LABELS) });
       },

@@ -6,6 +6,7 @@ import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   KubeClient,
+  ListGate,
   type LiveKubeObject,
   type OwnedObjectEvent,
   OwnedObjectWatcher,
@@ -270,5 +271,50 @@ describe('OwnedObjectWatcher memory', () => {
     // The watcher remembers a skeleton of each object, never the listed object itself.
     expect(listing.deref()).toBeUndefined();
     idle.abort();
+  });
+});
+
+describe('OwnedObjectWatcher listings through a shared gate', () => {
+  it('lists no more streams at once than the gate lets through, across watchers', async () => {
+    let running = 0;
+    let most = 0;
+    let listings = 0;
+    const stopping = new AbortController();
+    const source: WatchSource = {
+      listWithVersion: async () => {
+        running++;
+        most = Math.max(most, running);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        running--;
+        listings++;
+        return { items: [], resourceVersion: '1' };
+      },
+      watch: () => ({
+        async *[Symbol.asyncIterator]() {
+          await new Promise<void>((resolve) =>
+            stopping.signal.addEventListener('abort', () => resolve(), { once: true }),
+          );
+        },
+      }),
+    };
+    const gate = new ListGate(2);
+    const watchers = [0, 1].map(
+      () =>
+        new OwnedObjectWatcher({
+          client: source,
+          logger,
+          kinds: ['ConfigMap', 'Secret', 'Service'],
+          namespaces: ['a', 'b'],
+          labelSelector: 'owner=test',
+          listGate: gate,
+          onEvent: () => {},
+        }),
+    );
+    for (const each of watchers) each.start();
+    expect(await Promise.all(watchers.map((each) => each.whenSynced()))).toEqual([true, true]);
+    expect(listings).toBe(12);
+    expect(most).toBe(2);
+    stopping.abort();
+    await Promise.all(watchers.map((each) => each.stop()));
   });
 });
