@@ -475,6 +475,15 @@ try {
 
     const deployedCount = () =>
       emulator.state().deployments.filter((d) => d.revisions.at(-1)?.status === 'DEPLOYED').length;
+    // The last reading (metrics, then memory, then the heap snapshot, which raises RSS), and the stop.
+    const readAndStop = async () => {
+      const final = await scrape();
+      const memory = await procStatus(pid);
+      if (snapshotDir && agent) await takeHeapSnapshot(agent.child, snapshotDir);
+      if (agent) await stopAgent(agent);
+      agent = undefined;
+      return { final, memory };
+    };
     // A long cold sync says how far it is each minute (and, if the agent is killed, how far it got).
     const progress = setInterval(() => {
       void procStatus(pid).then((status) => {
@@ -503,12 +512,8 @@ try {
       // for every revision DEPLOYED.
       await sleep(SETTLE_AFTER_APPLIED_MS);
       clearInterval(progress);
-      const final = await scrape();
-      const memory = await procStatus(pid);
       log(`${deployedCount()} of ${N} DEPLOYED ${seconds(SETTLE_AFTER_APPLIED_MS)} s after the last apply`);
-      if (snapshotDir) await takeHeapSnapshot(agent.child, snapshotDir);
-      await stopAgent(agent);
-      agent = undefined;
+      const { final, memory } = await readAndStop();
       return {
         appliedMs,
         appliedCpuS,
@@ -635,11 +640,7 @@ try {
       spanS: seconds(performance.now() - patchesStarted),
     };
     log(`change → applied: ${JSON.stringify(latency)}`);
-    const final = await scrape();
-    const memory = await procStatus(pid);
-    if (snapshotDir) await takeHeapSnapshot(agent.child, snapshotDir);
-    await stopAgent(agent);
-    agent = undefined;
+    const { final, memory } = await readAndStop();
     return {
       appliedMs,
       appliedCpuS,
