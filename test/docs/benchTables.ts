@@ -28,6 +28,8 @@ const SyncResult = z.looseObject({
     peakHeapUsedMiB: z.number().optional(),
     peakGrowthKiBPerDeployment: z.number().nullable().optional(),
   }),
+  /** `--restart`: a second agent process over what the first made. */
+  restart: z.looseObject({ peakRssMiB: z.number(), caughtUpS: z.number() }).optional(),
 });
 export type SyncResult = z.infer<typeof SyncResult>;
 
@@ -106,7 +108,7 @@ export function benchTableMarkdown(results: readonly SyncResult[]): string {
     lines.push(
       `#### N = ${n.toLocaleString('en-US')}`,
       '',
-      '| run (UTC) | order, controller qps | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB | note |',
+      '| run (UTC) | order, controller qps | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB (and a restart’s) | note |',
       '|---|---|---|---|---|---|---|---|---|---|---|',
     );
     for (const r of runs) {
@@ -124,7 +126,11 @@ export function benchTableMarkdown(results: readonly SyncResult[]): string {
           requestsPerDeployment(r),
           r.steady ? String(r.steady.writesExceptLease) : '–',
           r.changeToApplied ? fixed(r.changeToApplied.p99Ms / 1000, 1) : '–',
-          `${fixed(r.memory.peakRssMiB, 0)} / ${fixed(r.memory.peakHeapUsedMiB, 0)}`,
+          `${fixed(r.memory.peakRssMiB, 0)} / ${fixed(r.memory.peakHeapUsedMiB, 0)}${
+            r.restart
+              ? `; restarted: ${fixed(r.restart.peakRssMiB, 0)} RSS, caught up in ${fixed(r.restart.caughtUpS, 0)} s`
+              : ''
+          }`,
           cell(r.note ?? ''),
         ]
           .join(' | ')
