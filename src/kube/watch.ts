@@ -231,9 +231,10 @@ export class OwnedObjectWatcher {
 
   /**
    * Lists the stream's objects, hands what changed to the handler, and returns the listing's
-   * resourceVersion. A method of its own, not inline in #run: a suspended async function keeps
-   * the locals of its finished blocks, and #run waits on its watch for minutes with the whole
-   * listing (every object, managedFields and all) held — as much memory as the cache itself.
+   * resourceVersion; through the list gate, when there is one. A method of its own, not inline in
+   * #run: a suspended async function keeps the locals of its finished blocks, and #run waits on
+   * its watch for minutes — it held the whole listing (every object, managedFields and all), after
+   * a restart a second copy of every object the agent owns.
    */
   async #list(stream: Stream, known: Map<string, Remembered>, signal: AbortSignal): Promise<string> {
     const listing = async () => {
