@@ -95,7 +95,8 @@ beforeAll(async () => {
   await mkdir(installDir);
   const installed = await exec(
     'npm',
-    ['install', '--omit=dev', '--no-audit', '--no-fund', '--no-save', tarball],
+    // From npm's cache where it can (`npm ci` just filled it): a slow registry timed this out once.
+    ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', '--no-save', tarball],
     installDir,
   );
   expect(installed.code, installed.stderr).toBe(0);
@@ -161,7 +162,7 @@ describe('the npm package', () => {
     await copyFile(join(REPO, 'package-lock.json'), join(imageDir, 'package-lock.json'));
     const installed = await exec(
       'npm',
-      ['ci', '--omit=dev', '--ignore-scripts', '--no-audit', '--no-fund'],
+      ['ci', '--omit=dev', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'],
       imageDir,
     );
     expect(installed.code, installed.stderr).toBe(0);
