@@ -155,10 +155,12 @@ describe('an agent upgrade that changes every pod template', () => {
       await statusKube.close();
     }
 
-    // All converge: every pod template at the new render, every revision DEPLOYED.
+    // All converge: every pod template at the new render, every revision DEPLOYED. Waited for on
+    // what the watch below recorded, not on a listing of its own: that listing could see the last
+    // two changes before the watch's next look, which then never recorded them (4 starts of 6).
     await eventually(
       'every deployment at the new render',
-      async () => ([...(await mainWorkloads()).values()].every((w) => w.grace === 31) ? true : undefined),
+      async () => (watch.changedAt.size === N ? true : undefined),
       90_000,
     );
     await watch.stop();
