@@ -464,12 +464,14 @@ try {
     // The process before any deployment: what the peak grows from.
     const atStart = await procStatus(pid);
     let peakHeapMiB = 0;
+    let appliedSoFar = 0;
     const scrape = async (): Promise<Sample[]> => {
       const samples = parseMetrics(await (await fetch(metricsUrl)).text());
       peakHeapMiB = Math.max(
         peakHeapMiB,
         total(samples, 'k8s_listener_nodejs_heap_size_used_bytes') / 2 ** 20,
       );
+      appliedSoFar = total(samples, 'k8s_listener_objects_applied_total');
       return samples;
     };
 
@@ -486,9 +488,9 @@ try {
     };
     // A long cold sync says how far it is each minute (and, if the agent is killed, how far it got).
     const progress = setInterval(() => {
-      void procStatus(pid).then((status) => {
+      void Promise.all([procStatus(pid), cpuSeconds(pid)]).then(([status, cpu]) => {
         log(
-          `progress: ${deployedCount()} of ${N} DEPLOYED; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB`,
+          `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${cpu} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; load ${loadAverage()[0]?.toFixed(1)}`,
         );
       });
     }, 60_000);

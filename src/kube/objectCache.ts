@@ -50,6 +50,16 @@ export interface ObjectCacheOptions {
    * keeps what they record): held without it from the first event, as if checked.
    */
   readonly bodylessKinds?: readonly string[];
+  /**
+   * The annotations anyone reads of a cached object (the agent's own); the others (a controller's
+   * revision counter, a claim's binding notes) are not held. Absent: every annotation is kept.
+   */
+  readonly keptAnnotations?: (key: string) => boolean;
+  /**
+   * Of the kept annotations, those whose values many objects carry alike (a deployment's name and
+   * revision id on each of its objects): one copy of each value, as for label values.
+   */
+  readonly sharedAnnotations?: readonly string[];
 }
 
 export class ObjectCache implements ObjectReader {
@@ -58,15 +68,19 @@ export class ObjectCache implements ObjectReader {
   readonly #statusKinds: ReadonlySet<string> | undefined;
   readonly #bodylessKinds: ReadonlySet<string>;
   readonly #detailedConditions: ReadonlySet<string>;
+  readonly #keptAnnotations: ((key: string) => boolean) | undefined;
+  readonly #sharedAnnotations: ReadonlySet<string>;
   readonly #objects = new Map<string, LiveKubeObject>();
   /** `kind/namespace/label value` → keys of the objects carrying it. */
   readonly #index = new Map<string, Set<string>>();
   /** `kind/namespace` pairs whose watch has listed once. */
   readonly #synced = new Set<string>();
-  /** Digest of the body found to hold our fields, by object key: held slim while it is unchanged. */
-  readonly #checkedBodies = new Map<string, string>();
-  /** The slim objects this cache made (their body dropped after a check). */
-  readonly #slim = new WeakSet<LiveKubeObject>();
+  /**
+   * The slim objects this cache made, each with the digest of the body it was found to hold our
+   * fields in (a later version with that body is held slim too); '' for a bodyless kind. Keyed by
+   * the object, not by its key: a second key string and map entry per object cost some 100 bytes.
+   */
+  readonly #slim = new WeakMap<LiveKubeObject, string>();
   /** Label values and namespaces: one copy each, shared by every object that carries them. */
   readonly #strings = new StringPool();
   /** Conditions held by type, status and reason alone: one frozen copy of each combination. */
@@ -78,6 +92,8 @@ export class ObjectCache implements ObjectReader {
     this.#statusKinds = options.statusKinds && new Set(options.statusKinds);
     this.#bodylessKinds = new Set(options.bodylessKinds);
     this.#detailedConditions = new Set(options.detailedConditions);
+    this.#keptAnnotations = options.keptAnnotations;
+    this.#sharedAnnotations = new Set(options.sharedAnnotations);
   }
 
   get size(): number {
@@ -143,8 +159,7 @@ export class ObjectCache implements ObjectReader {
     if (held.metadata.uid !== uid || held.metadata.resourceVersion !== resourceVersion) return;
     const digest = bodyDigest(held);
     if (digest === undefined) return;
-    this.#checkedBodies.set(key, digest);
-    this.#hold(key, held);
+    this.#hold(key, held, digest);
   }
 
   /** Whether `object` is held without its body, which was found to hold every field of ours. */
@@ -159,27 +174,19 @@ export class ObjectCache implements ObjectReader {
       if (isOlder(object, held)) return false;
       if (held.metadata.resourceVersion === object.metadata.resourceVersion) return false;
     }
-    const { managedFields: _managedFields, creationTimestamp: _created, ...metadata } = object.metadata;
     // Taken before the held version lets go, so that the values both carry keep their copy.
-    this.#takeStrings(metadata);
+    const metadata = this.#heldMetadata(object.metadata);
     if (held) {
       this.#unindex(key, held);
       this.#releaseStrings(held);
     }
     const stored = this.#withReadStatus({ ...object, metadata } as LiveKubeObject);
     // The same body as checked (another uid cannot have it: checked anew): held slim again.
-    const checkedBody = this.#checkedBodies.get(key);
-    if (
-      this.#bodylessKinds.has(stored.kind) ||
-      (checkedBody !== undefined &&
-        held?.metadata.uid === object.metadata.uid &&
-        bodyDigest(stored) === checkedBody)
-    )
-      this.#hold(key, stored);
-    else {
-      this.#checkedBodies.delete(key);
-      this.#objects.set(key, stored);
-    }
+    const checkedBody = held && this.#slim.get(held);
+    if (this.#bodylessKinds.has(stored.kind)) this.#hold(key, stored, '');
+    else if (checkedBody && held?.metadata.uid === object.metadata.uid && bodyDigest(stored) === checkedBody)
+      this.#hold(key, stored, checkedBody);
+    else this.#objects.set(key, stored);
     const indexKey = this.#indexKeyOf(stored);
     if (indexKey !== undefined) {
       const keys = this.#index.get(indexKey) ?? new Set<string>();
@@ -190,9 +197,9 @@ export class ObjectCache implements ObjectReader {
   }
 
   /** Holds `object` without its body (the index keys stay: labels are kept). */
-  #hold(key: string, object: LiveKubeObject): void {
+  #hold(key: string, object: LiveKubeObject, digest: string): void {
     const slim = withoutBody(object);
-    this.#slim.add(slim);
+    this.#slim.set(slim, digest);
     this.#objects.set(key, slim);
   }
 
@@ -224,18 +231,53 @@ export class ObjectCache implements ObjectReader {
   }
 
   /**
-   * Swaps the labels' values and the namespace for their pooled copies. The labels are changed in
-   * place: the watcher's record of the object shares them, and the strings are equal.
+   * The metadata anyone reads (identity, version, generation, deletion, labels, the kept
+   * annotations), as one object literal of those fields: the rest of what the server sent
+   * (managed fields, owner references, finalizers, timestamps) is not held, and a fixed set of
+   * fields keeps V8 from giving each object an overflow array for the ones it did not expect.
+   * Label values, the namespace and the shared annotations' values are the pooled copies, swapped
+   * in place in the labels and annotations the server sent (equal strings: whoever else holds the
+   * event sees no change), which JSON.parse sized to their entries.
    */
-  #takeStrings(metadata: LiveKubeObject['metadata']): void {
+  #heldMetadata(metadata: LiveKubeObject['metadata']): LiveKubeObject['metadata'] {
     const { labels } = metadata;
     for (const [name, value] of Object.entries(labels)) labels[name] = this.#strings.take(value);
-    if (metadata.namespace !== undefined) metadata.namespace = this.#strings.take(metadata.namespace);
+    const { name, uid, resourceVersion, generation, deletionTimestamp } = metadata;
+    const annotations = this.#heldAnnotations(metadata.annotations);
+    // V8 sizes an object literal to its fields: one added later goes to an overflow array. The
+    // agent's objects are namespaced, and its workloads and policies have a generation.
+    const namespace = metadata.namespace === undefined ? undefined : this.#strings.take(metadata.namespace);
+    const held: LiveKubeObject['metadata'] =
+      namespace === undefined
+        ? { name, uid, resourceVersion, labels, annotations }
+        : generation === undefined
+          ? { name, namespace, uid, resourceVersion, labels, annotations }
+          : { name, namespace, uid, resourceVersion, generation, labels, annotations };
+    if (namespace === undefined && generation !== undefined) held.generation = generation;
+    if (deletionTimestamp !== undefined) held.deletionTimestamp = deletionTimestamp;
+    return held;
+  }
+
+  #heldAnnotations(annotations: Record<string, string>): Record<string, string> {
+    const keep = this.#keptAnnotations;
+    const names = Object.keys(annotations);
+    const kept = keep ? names.filter(keep) : names;
+    if (kept.length === 0) return NO_ANNOTATIONS;
+    // Every one kept (the agent's objects, mostly): the server's object, its values swapped.
+    const held: Record<string, string> = kept.length === names.length ? annotations : {};
+    for (const name of kept) {
+      const value = annotations[name] as string;
+      held[name] = this.#sharedAnnotations.has(name) ? this.#strings.take(value) : value;
+    }
+    return held;
   }
 
   #releaseStrings(object: LiveKubeObject): void {
-    for (const value of Object.values(object.metadata.labels)) this.#strings.release(value);
-    if (object.metadata.namespace !== undefined) this.#strings.release(object.metadata.namespace);
+    const { labels, annotations, namespace } = object.metadata;
+    for (const value of Object.values(labels)) this.#strings.release(value);
+    for (const [name, value] of Object.entries(annotations))
+      if (this.#sharedAnnotations.has(name)) this.#strings.release(value);
+    if (namespace !== undefined) this.#strings.release(namespace);
   }
 
   /** Distinct label values and namespaces the cached objects share (for tests and diagnostics). */
@@ -249,7 +291,6 @@ export class ObjectCache implements ObjectReader {
     this.#unindex(key, held);
     this.#releaseStrings(held);
     this.#objects.delete(key);
-    this.#checkedBodies.delete(key);
   }
 
   #unindex(key: string, object: LiveKubeObject): void {
@@ -280,6 +321,9 @@ class SharedConditions {
 }
 
 const MAX_SHARED_CONDITIONS = 256;
+
+/** The annotations of every object that keeps none: one frozen empty object. */
+const NO_ANNOTATIONS: Record<string, string> = Object.freeze({});
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -262,7 +262,8 @@ export class OwnedObjectWatcher {
       }
     }
     for (const [uid, remembered] of known) {
-      if (!seen.has(uid)) this.#applyEvent(known, 'DELETED', recall(remembered, uid));
+      if (!seen.has(uid))
+        this.#applyEvent(known, 'DELETED', recall(remembered, uid, this.#options.keptLabels));
     }
   }
 
@@ -316,7 +317,7 @@ export class OwnedObjectWatcher {
 
 /**
  * What a relist remembers of an object: its resourceVersion, then apiVersion, kind, name,
- * namespace and its labels (`keptLabels` of them), in one string. One string is one heap object,
+ * namespace and its labels (the values of `keptLabels`, or every name and value), in one string. One string is one heap object,
  * where a skeleton object is four (object, metadata, labels, annotations) with their own copies of
  * the strings: the watcher remembers every object the listener owns, pods included, and the
  * skeletons held some 500 bytes an object beside the watch cache's own record. No field can hold
@@ -329,10 +330,14 @@ const FIELD_SEPARATOR = '\u0000';
 function remember(object: LiveKubeObject, keptLabels?: readonly string[]): Remembered {
   const { name, namespace, resourceVersion, labels } = object.metadata;
   const fields = [resourceVersion ?? '', object.apiVersion, object.kind, name, namespace ?? ''];
-  for (const [key, value] of Object.entries(keptLabels ? pickLabels(labels, keptLabels) : labels))
-    fields.push(key, value);
+  // With `keptLabels`, their values alone, in that order (a missing one as U+0001, which no label
+  // value can be): the label names were most of each string, the same for every object.
+  if (keptLabels) for (const key of keptLabels) fields.push(labels[key] ?? MISSING_LABEL);
+  else for (const [key, value] of Object.entries(labels)) fields.push(key, value);
   return fields.join(FIELD_SEPARATOR) as Remembered;
 }
+
+const MISSING_LABEL = '\u0001';
 
 function versionOf(remembered: Remembered): string {
   const end = remembered.indexOf(FIELD_SEPARATOR);
@@ -340,11 +345,16 @@ function versionOf(remembered: Remembered): string {
 }
 
 /** The skeleton of a remembered object: what a deletion noticed by a relist hands to the handler. */
-function recall(remembered: Remembered, uid: string): LiveKubeObject {
-  const [resourceVersion = '', apiVersion = '', kind = '', name = '', namespace = '', ...pairs] =
+function recall(remembered: Remembered, uid: string, keptLabels?: readonly string[]): LiveKubeObject {
+  const [resourceVersion = '', apiVersion = '', kind = '', name = '', namespace = '', ...rest] =
     remembered.split(FIELD_SEPARATOR);
   const labels: Record<string, string> = {};
-  for (let i = 0; i + 1 < pairs.length; i += 2) labels[pairs[i] ?? ''] = pairs[i + 1] ?? '';
+  if (keptLabels)
+    keptLabels.forEach((key, i) => {
+      const value = rest[i];
+      if (value !== undefined && value !== MISSING_LABEL) labels[key] = value;
+    });
+  else for (let i = 0; i + 1 < rest.length; i += 2) labels[rest[i] ?? ''] = rest[i + 1] ?? '';
   const metadata = { name, uid, resourceVersion, labels, annotations: NO_ANNOTATIONS };
   return { apiVersion, kind, metadata: namespace === '' ? metadata : { ...metadata, namespace } };
 }

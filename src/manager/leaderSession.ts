@@ -6,7 +6,13 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { EventRecorder, type KubeClient, ListGate, OwnedObjectWatcher } from '../kube/index.ts';
 import { ObjectCache } from '../kube/objectCache.ts';
-import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../objects/ownership.ts';
+import {
+  isAgentAnnotation,
+  LABEL_COMPONENT,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
+  SHARED_ANNOTATIONS,
+} from '../objects/ownership.ts';
 import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
 import { InventoryStore, inventoryName } from '../reconcile/inventoryStore.ts';
@@ -217,6 +223,8 @@ export class LeaderSession {
       detailedConditions: DETAILED_CONDITIONS,
       // The inventories: their store holds what they record; the cache, who owns them.
       bodylessKinds: ['ConfigMap'],
+      keptAnnotations: isAgentAnnotation,
+      sharedAnnotations: SHARED_ANNOTATIONS,
     });
     const reconciler = new Reconciler({
       kube,

@@ -25,18 +25,26 @@ function hasSpecBody(spec: Fields): boolean {
   return Object.keys(spec).some((key) => !SPEC_KEPT.has(key));
 }
 
-/** The object without its body; the same object when it has none. */
+const BODY_KEYS: ReadonlySet<string> = new Set(TOP_LEVEL);
+
+/**
+ * The object without its body; the same object when it has none. Built key by key, never by
+ * `delete`: a deleted property turns a V8 object into a dictionary of its properties, some 400
+ * bytes more for each Secret and ConfigMap the watch cache holds.
+ */
 export function withoutBody<T extends object>(object: T): T {
   const fields = object as Fields;
   const spec = fields.spec;
   const specHasBody = isFields(spec) && hasSpecBody(spec);
   if (!specHasBody && !TOP_LEVEL.some((key) => key in fields)) return object;
-  const slim: Record<string, unknown> = { ...fields };
-  for (const key of TOP_LEVEL) delete slim[key];
-  if (specHasBody) {
-    const kept = Object.entries(spec).filter(([key]) => SPEC_KEPT.has(key));
-    // Most kinds keep nothing of their spec: one empty object for all of them.
-    slim.spec = kept.length === 0 ? NO_SPEC : Object.fromEntries(kept);
+  const slim: Record<string, unknown> = {};
+  for (const key of Object.keys(fields)) {
+    if (BODY_KEYS.has(key)) continue;
+    if (key === 'spec' && specHasBody) {
+      const kept = Object.entries(spec).filter(([name]) => SPEC_KEPT.has(name));
+      // Most kinds keep nothing of their spec: one empty object for all of them.
+      slim.spec = kept.length === 0 ? NO_SPEC : Object.fromEntries(kept);
+    } else slim[key] = fields[key];
   }
   return slim as T;
 }

@@ -31,5 +31,18 @@ export const ANNOTATION_CREATE_ONLY = `${PREFIX}/create-only`;
 /** Comma-separated keys of a create-only Secret whose values the reconciler generates. */
 export const ANNOTATION_GENERATED_KEYS = `${PREFIX}/generated-keys`;
 
+/** Whether an annotation is one of the agent's own (the only ones it reads of what it owns). */
+export function isAgentAnnotation(key: string): boolean {
+  return key.startsWith(`${PREFIX}/`);
+}
+
+/** The agent's annotations whose values a deployment's objects carry alike. */
+export const SHARED_ANNOTATIONS = [
+  ANNOTATION_DEPLOYMENT_NAME,
+  ANNOTATION_REVISION_ID,
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_GENERATED_KEYS,
+] as const;
+
 /** The Secret of the agent's own namespace that holds its digest key (manager/digestKey). */
 export const DIGEST_KEY_SECRET = 'k8s-listener-digest-key';

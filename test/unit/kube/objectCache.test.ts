@@ -208,6 +208,57 @@ describe('ObjectCache string pool', () => {
     expect(cache.size).toBe(0);
     expect(cache.pooledStrings).toBe(0);
   });
+
+  it('holds only the metadata anyone reads, and of the annotations only the kept ones', () => {
+    const cache = new ObjectCache({
+      indexLabel: 'deployment',
+      keptAnnotations: (key) => key.startsWith('agent/'),
+      sharedAnnotations: ['agent/revision'],
+    });
+    const withMetadata = (name: string, uid: string) => {
+      const object = service('10', uid, {}, { deployment: 'd1' });
+      object.metadata.name = name;
+      Object.assign(object.metadata, {
+        generation: 3,
+        ownerReferences: [{ kind: 'ReplicaSet', name: 'rs' }],
+        finalizers: ['kubernetes.io/pvc-protection'],
+        generateName: 'web-',
+        annotations: {
+          'agent/revision': `r${'1'.repeat(3)}`,
+          'agent/spec-hash': `h-${name}`,
+          'deployment.kubernetes.io/revision': '1',
+        },
+      });
+      return object;
+    };
+    cache.observe({ type: 'ADDED', object: withMetadata('web', 'u1') });
+    cache.observe({ type: 'ADDED', object: withMetadata('api', 'u2') });
+    const web = cache.get(ref);
+    const api = cache.get({ ...ref, name: 'api' });
+    expect(web?.metadata).toEqual({
+      name: 'web',
+      namespace: 'apps',
+      uid: 'u1',
+      resourceVersion: '10',
+      generation: 3,
+      labels: { deployment: 'd1' },
+      annotations: { 'agent/revision': 'r111', 'agent/spec-hash': 'h-web' },
+    });
+    // A shared annotation's value is one pooled copy, counted with the label values: the
+    // deployment label, the namespace and the revision.
+    expect(cache.pooledStrings).toBe(3);
+    cache.observe({ type: 'DELETED', object: withMetadata('web', 'u1') });
+    expect(cache.pooledStrings).toBe(3);
+    expect(api?.metadata.annotations['agent/revision']).toBe('r111');
+    cache.observe({ type: 'DELETED', object: withMetadata('api', 'u2') });
+    expect(cache.pooledStrings).toBe(0);
+
+    // An object none of whose annotations is kept holds none.
+    const bare = service('20', 'u3');
+    bare.metadata.annotations = { 'other/note': 'x' };
+    cache.observe({ type: 'ADDED', object: bare });
+    expect(cache.get(ref)?.metadata.annotations).toEqual({});
+  });
 });
 
 describe('ObjectCache: what it holds', () => {
