@@ -268,18 +268,35 @@ export class KubeClient {
     return (await this.listWithVersion(kind, opts)).items;
   }
 
-  /**
-   * A complete listing and its resourceVersion. Pages with `limit`/`continue`; when a continue
-   * token expires (410) the listing starts over, a few times at most; any other failure throws.
-   */
+  /** A complete listing and its resourceVersion (`listPages`, its pages held together). */
   async listWithVersion(kind: ManagedKind | KindRef, opts: ListOptions = {}): Promise<CompleteList> {
+    let items: LiveKubeObject[] = [];
+    const resourceVersion = await this.listPages(kind, opts, (page, restarted) => {
+      if (restarted) items = [];
+      items.push(...page);
+    });
+    return { items, resourceVersion };
+  }
+
+  /**
+   * A complete listing handed to `onPage` a page at a time (`limit`/`continue`), so that a caller
+   * can let each page go before the next is read; resolves to the listing's resourceVersion. When
+   * a continue token expires (410) the listing starts over, a few times at most, and the first
+   * page of the new one comes with `restarted`: what the earlier pages gave is not part of it.
+   * Any other failure throws, after the pages before it were handed over.
+   */
+  async listPages(
+    kind: ManagedKind | KindRef,
+    opts: ListOptions,
+    onPage: (items: LiveKubeObject[], restarted: boolean) => void,
+  ): Promise<string> {
     const type = this.#typeOf(kind);
     const endpoint: Endpoint = { type, namespace: opts.namespace, name: undefined };
     const target = targetOf(endpoint);
     const limit = String(opts.pageSize ?? this.#pageSize);
     for (let restart = 0; ; restart++) {
-      const items: LiveKubeObject[] = [];
       let token: string | undefined;
+      let first = true;
       try {
         for (;;) {
           const response = await this.#transport.send({
@@ -297,9 +314,10 @@ export class KubeClient {
             options: opts,
           });
           const page = decodeListPage(response.text, type, target);
-          items.push(...page.items);
+          onPage(page.items, first && restart > 0);
+          first = false;
           token = page.continueToken;
-          if (token === undefined) return { items, resourceVersion: page.resourceVersion };
+          if (token === undefined) return page.resourceVersion;
         }
       } catch (error) {
         const expired = token !== undefined && error instanceof KubeApiError && error.status === 410;

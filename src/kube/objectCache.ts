@@ -9,6 +9,8 @@
 // reconcile has found it to hold every field the agent sets (`checked`); then the cache holds the
 // object without it (`isSlim`) and a digest of it, and later versions with the same body (a
 // workload's status updates) are held slim too. A changed body is held whole until checked again.
+// Of metadata only what anyone reads is held, and of the annotations only the kept ones; repeated
+// strings (label values, namespaces, shared annotation values) are one pooled copy each.
 
 import { bodyDigest, withoutBody } from '../objects/body.ts';
 import type { LiveKubeObject } from './kubeClient.ts';

@@ -2,7 +2,7 @@
 // change to a handler that only enqueues; every stream relists, restarts and backs off by itself.
 import type { Logger } from 'pino';
 import { isGone } from './errors.ts';
-import type { CompleteList, ListOptions, LiveKubeObject, RawWatchEvent, WatchOptions } from './kubeClient.ts';
+import type { ListOptions, LiveKubeObject, RawWatchEvent, WatchOptions } from './kubeClient.ts';
 import type { ListGate } from './listGate.ts';
 import type { KindRef, ManagedKind } from './resources.ts';
 
@@ -19,7 +19,11 @@ export interface OwnedObjectEvent {
 
 /** What the watcher needs of a client; `KubeClient` provides it. */
 export interface WatchSource {
-  listWithVersion(kind: ManagedKind | KindRef, opts: ListOptions): Promise<CompleteList>;
+  listPages(
+    kind: ManagedKind | KindRef,
+    opts: ListOptions,
+    onPage: (items: LiveKubeObject[], restarted: boolean) => void,
+  ): Promise<string>;
   watch(kind: ManagedKind | KindRef, opts: WatchOptions): AsyncIterable<RawWatchEvent>;
 }
 
@@ -230,28 +234,32 @@ export class OwnedObjectWatcher {
   }
 
   /**
-   * Lists the stream's objects, hands what changed to the handler, and returns the listing's
-   * resourceVersion; through the list gate, when there is one. A method of its own, not inline in
-   * #run: a suspended async function keeps the locals of its finished blocks, and #run waits on
-   * its watch for minutes — it held the whole listing (every object, managedFields and all), after
-   * a restart a second copy of every object the agent owns.
+   * Lists the stream's objects, hands what changed to the handler page by page, and returns the
+   * listing's resourceVersion; through the list gate, when there is one. Only one page of whole
+   * objects (managedFields and all) is alive at a time: a relist after a restart of a large
+   * listener held every object of the stream at once, some 10 KiB a pod. What vanished is told
+   * once the listing is complete. A method of its own, not inline in #run: a suspended async
+   * function keeps the locals of its finished blocks, and #run waits on its watch for minutes.
    */
   async #list(stream: Stream, known: Map<string, Remembered>, signal: AbortSignal): Promise<string> {
     const listing = async () => {
-      const list = await this.#options.client.listWithVersion(stream.kind, {
-        namespace: stream.namespace,
-        labelSelector: this.#options.labelSelector,
-        signal,
-      });
+      const seen = new Set<string>();
+      const resourceVersion = await this.#options.client.listPages(
+        stream.kind,
+        { namespace: stream.namespace, labelSelector: this.#options.labelSelector, signal },
+        (items, restarted) => {
+          if (restarted) seen.clear();
+          this.#applyPage(known, seen, items);
+        },
+      );
       this.#stats.lists++;
-      this.#applyList(known, list.items);
-      return list.resourceVersion;
+      this.#applyVanished(known, seen);
+      return resourceVersion;
     };
     return this.#options.listGate ? this.#options.listGate.run(listing) : listing();
   }
 
-  #applyList(known: Map<string, Remembered>, items: readonly LiveKubeObject[]): void {
-    const seen = new Set<string>();
+  #applyPage(known: Map<string, Remembered>, seen: Set<string>, items: readonly LiveKubeObject[]): void {
     for (const item of items) {
       const uid = item.metadata.uid;
       seen.add(uid);
@@ -261,6 +269,9 @@ export class OwnedObjectWatcher {
         this.#applyEvent(known, 'MODIFIED', item);
       }
     }
+  }
+
+  #applyVanished(known: Map<string, Remembered>, seen: ReadonlySet<string>): void {
     for (const [uid, remembered] of known) {
       if (!seen.has(uid))
         this.#applyEvent(known, 'DELETED', recall(remembered, uid, this.#options.keptLabels));

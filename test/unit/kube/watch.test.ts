@@ -218,6 +218,60 @@ describe('OwnedObjectWatcher', () => {
   });
 });
 
+describe('OwnedObjectWatcher listings page by page', () => {
+  const listRequests = () => fake.requests.filter((request) => request.query.get('watch') !== 'true').length;
+
+  async function pagedClient(): Promise<KubeClient> {
+    return KubeClient.fromConnection(await kubeConfigConnection(fake.kubeConfig()), {
+      logger,
+      requestTimeoutMs: 2_000,
+      listPageSize: 2,
+    });
+  }
+
+  it('hands each page to the handler before it asks for the next', async () => {
+    for (const name of ['a', 'b', 'c', 'd', 'e']) fake.put(name);
+    const paged = await pagedClient();
+    // How many list requests had been made when each object reached the handler.
+    const requestsAtEvent: string[] = [];
+    startWatcher({
+      client: paged,
+      onEvent: (event) => requestsAtEvent.push(`${event.object.metadata.name} ${listRequests()}`),
+    });
+    expect(await watcher?.whenSynced()).toBe(true);
+    expect(requestsAtEvent).toEqual(['a 1', 'b 1', 'c 2', 'd 2', 'e 3']);
+    await watcher?.stop();
+    await paged.close();
+  });
+
+  it('tells each object once when a listing starts over, and a deletion only from a complete one', async () => {
+    for (const name of ['a', 'b', 'c', 'd', 'e']) fake.put(name);
+    const paged = await pagedClient();
+    startWatcher({
+      client: paged,
+      onEvent: (event) => {
+        record(event);
+        // Seen changed by the relist's first page, then gone before the listing starts over.
+        if (event.type === 'MODIFIED' && event.object.metadata.name === 'a') fake.removeQuietly('a');
+      },
+    });
+    expect(await watcher?.whenSynced()).toBe(true);
+    await until('watch open', () => fake.openWatches === 1);
+    expect(events).toEqual(['ADDED a', 'ADDED b', 'ADDED c', 'ADDED d', 'ADDED e']);
+    // Missed while not watching: a changed, d is gone. The relist's continue token expires after
+    // its first page: the listing started over no longer holds a, and only it may say what is gone.
+    fake.putQuietly('a', { k: 'v' });
+    fake.removeQuietly('d');
+    fake.watchScripts.push({ watchError: 410, reason: 'Expired' });
+    fake.listScripts.push({ pass: true }, { status: 410, reason: 'Expired' });
+    fake.cutWatches();
+    await until('the missed deletions', () => events.includes('DELETED d') && events.includes('DELETED a'));
+    expect(events.slice(5)).toEqual(['MODIFIED a', 'DELETED a', 'DELETED d']);
+    await watcher?.stop();
+    await paged.close();
+  });
+});
+
 describe('OwnedObjectWatcher memory', () => {
   it('keeps no reference to its listing while its watch is open', async () => {
     // gc() for this test alone: whether the listing can be collected is the question.
@@ -239,9 +293,10 @@ describe('OwnedObjectWatcher memory', () => {
     let listed = false;
     const idle = new AbortController();
     const source: WatchSource = {
-      listWithVersion: async () => {
+      listPages: async (_kind, _opts, onPage) => {
         listed = true;
-        return { items: items.splice(0), resourceVersion: '100' };
+        onPage(items.splice(0), false);
+        return '100';
       },
       // A watch that stays open, silent, until the watcher stops it.
       watch: (_kind, opts) => ({
@@ -281,13 +336,13 @@ describe('OwnedObjectWatcher listings through a shared gate', () => {
     let listings = 0;
     const stopping = new AbortController();
     const source: WatchSource = {
-      listWithVersion: async () => {
+      listPages: async () => {
         running++;
         most = Math.max(most, running);
         await new Promise((resolve) => setTimeout(resolve, 20));
         running--;
         listings++;
-        return { items: [], resourceVersion: '1' };
+        return '1';
       },
       watch: () => ({
         async *[Symbol.asyncIterator]() {
