@@ -328,11 +328,12 @@ export class OwnedObjectWatcher {
 
 /**
  * What a relist remembers of an object: its resourceVersion, then apiVersion, kind, name,
- * namespace and its labels (the values of `keptLabels`, or every name and value), in one string. One string is one heap object,
- * where a skeleton object is four (object, metadata, labels, annotations) with their own copies of
- * the strings: the watcher remembers every object the listener owns, pods included, and the
- * skeletons held some 500 bytes an object beside the watch cache's own record. No field can hold
- * the separator: Kubernetes refuses NUL in names, namespaces, label keys and values.
+ * namespace and its labels (the values of `keptLabels`, or every name and value), in one string.
+ * One string is one heap object, where a skeleton object is four (object, metadata, labels,
+ * annotations) with their own copies of the strings: the watcher remembers every object the
+ * listener owns, pods included, and the skeletons held some 500 bytes an object beside the watch
+ * cache's own record. No field can hold the separator: Kubernetes refuses NUL in names,
+ * namespaces, label keys and values.
  */
 type Remembered = string & { readonly __remembered: unique symbol };
 
