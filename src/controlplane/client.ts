@@ -174,6 +174,14 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined;
 }
 
+export interface ListingOptions<T> extends CallOptions {
+  /**
+   * The item as an earlier listing parsed it, when the caller knows this raw item to be that one
+   * unchanged: it is taken without parsing it again. Undefined: parsed (and validated) as usual.
+   */
+  readonly reuse?: ((raw: unknown) => T | undefined) | undefined;
+}
+
 const PageEnvelope = z.object({ resources: z.array(z.unknown()), offset: z.number().int().nonnegative() });
 const ErrorBody = z.object({
   error: z.object({ code: z.string(), message: z.string(), field: z.string().optional() }),
@@ -291,7 +299,10 @@ export class ControlPlaneClient {
     );
   }
 
-  deployments(filter: DeploymentFilter = {}, options: CallOptions = {}): AsyncGenerator<Parsed<Deployment>> {
+  deployments(
+    filter: DeploymentFilter = {},
+    options: ListingOptions<Deployment> = {},
+  ): AsyncGenerator<Parsed<Deployment>> {
     return this.#paginate(
       route('/v2/deployments'),
       { ...filter },
@@ -322,7 +333,7 @@ export class ControlPlaneClient {
   /** Every deployment matching the filter, or a throw: never a partial list passed off as complete. */
   async listAllDeployments(
     filter: DeploymentFilter = {},
-    options: CallOptions = {},
+    options: ListingOptions<Deployment> = {},
   ): Promise<CompleteListing<Deployment>> {
     return collect(this.deployments(filter, options));
   }
@@ -390,7 +401,7 @@ export class ControlPlaneClient {
     query: Query,
     schema: S,
     resource: string,
-    options: CallOptions = {},
+    options: ListingOptions<z.infer<S>> = {},
     identify?: (raw: unknown) => ResourceIdentity | undefined,
   ): AsyncGenerator<Parsed<z.infer<S>>> {
     const { path } = target;
@@ -429,7 +440,12 @@ export class ControlPlaneClient {
           `returned ${resources.length} items in page ${pages} (offset ${offset}), more than the ${pageSize} asked for`,
         );
       if (resources.length === 0) return;
-      for (const item of resources) yield safeParseResource(schema, item, resource, undefined, identify);
+      for (const item of resources) {
+        const reused = options.reuse?.(item);
+        yield reused === undefined
+          ? safeParseResource(schema, item, resource, undefined, identify)
+          : { ok: true, value: reused };
+      }
       if (page.data.offset <= offset)
         throw refuse('INVALID_RESPONSE', `did not advance its offset past ${offset}`);
       offset = page.data.offset;

@@ -1,0 +1,101 @@
+// The poller against the emulator: a complete listing each poll, revisions read only for what
+// changed, and what the last poll parsed taken again, unparsed, for what did not change.
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  ControlPlaneClient,
+  type DeploymentFilter,
+  type ListingOptions,
+} from '../../../src/controlplane/client.ts';
+import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
+import { DesiredState } from '../../../src/reconcile/desiredState.ts';
+import { Poller } from '../../../src/reconcile/poller.ts';
+import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import { createMetrics } from '../../../src/report/metrics.ts';
+import { StatusReporter } from '../../../src/report/statusReporter.ts';
+import {
+  type Harness,
+  SEED_DEPLOYMENTS,
+  SEED_LISTENER_ID,
+  startHarness,
+} from '../../support/emulatorHarness.ts';
+
+/** The client, counting the listed deployments it took again rather than parsed. */
+class CountingClient extends ControlPlaneClient {
+  reused = 0;
+  parsed = 0;
+
+  override listAllDeployments(filter: DeploymentFilter, options: ListingOptions<Deployment> = {}) {
+    return super.listAllDeployments(filter, {
+      ...options,
+      reuse: (raw) => {
+        const held = options.reuse?.(raw);
+        if (held) this.reused++;
+        else this.parsed++;
+        return held;
+      },
+    });
+  }
+}
+
+let harness: Harness;
+let client: CountingClient;
+let desired: DesiredState;
+let enqueued: string[];
+let poller: Poller;
+
+beforeEach(async () => {
+  harness = await startHarness();
+  const logger = pino({ level: 'silent' });
+  client = new CountingClient({ baseUrl: harness.emulator.url, logger });
+  desired = new DesiredState();
+  enqueued = [];
+  const metrics = createMetrics({ defaultMetrics: false });
+  poller = new Poller({
+    client,
+    listenerId: SEED_LISTENER_ID,
+    desired,
+    knownIds: () => [],
+    enqueue: (id) => enqueued.push(id),
+    reporter: new StatusReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics }),
+    metrics,
+    logger,
+    config: ReconcileConfig.parse({}),
+  });
+});
+
+afterEach(async () => {
+  await client.close();
+  await harness.close();
+});
+
+const presentImage = (id: string) => {
+  const entry = desired.get(id);
+  return entry?.kind === 'present' ? entry.deployment.source_revision_config.image_uri : undefined;
+};
+
+describe('Poller', () => {
+  it('takes an unchanged deployment as the last poll parsed it, and parses and reads a changed one', async () => {
+    expect(await poller.pollOnce()).toBe(true);
+    const first = [...enqueued].sort();
+    expect(first).toEqual(expect.arrayContaining(Object.values(SEED_DEPLOYMENTS)));
+    const listed = client.parsed;
+    expect(client.reused).toBe(0);
+
+    // Nothing changed: every item of the listing is taken again, unparsed, and nothing is woken.
+    enqueued = [];
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.parsed).toBe(listed);
+    expect(client.reused).toBe(first.length);
+    expect(enqueued).toEqual([]);
+
+    // A new image (its update time moves): parsed, its revisions read, woken.
+    await harness.client.patchDeployment(SEED_DEPLOYMENTS.helloWeb, {
+      source_revision_config: { image_uri: 'nginx:1.28' },
+    });
+    expect(await poller.pollOnce()).toBe(true);
+    expect(enqueued).toEqual([SEED_DEPLOYMENTS.helloWeb]);
+    expect(client.parsed).toBe(listed + 1);
+    expect(presentImage(SEED_DEPLOYMENTS.helloWeb)).toBe('nginx:1.28');
+  });
+});
