@@ -33,7 +33,7 @@ export const ReconcileConfig = z.strictObject({
     .number()
     .int()
     .min(1)
-    .default(10_000)
+    .default(20_000)
     .describe('The work queue refuses new keys beyond this many (one key per deployment).'),
   rolloutRecheckMs: z
     .number()
@@ -42,6 +42,14 @@ export const ReconcileConfig = z.strictObject({
     .default(15_000)
     .describe(
       'While a rollout is in progress, look again this often even without a watch event (workload status changes wake a reconcile through the watches; the recheck finds what only pods show, such as a back-off past its grace period).',
+    ),
+  rolloutRechecksPerSecond: z
+    .number()
+    .int()
+    .min(1)
+    .default(20)
+    .describe(
+      'The rechecks of rollouts in progress, all together, stay within this many a second: with more rollouts at once than `rolloutRecheckMs` allows for (300 at the defaults, as in a cold sync of a large listener), each is looked at less often, in proportion. Watch events are not counted: a workload whose status changes is looked at at once.',
     ),
   failureGraceMs: z
     .number()

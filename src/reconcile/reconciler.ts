@@ -67,6 +67,7 @@ import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
 import { type ReconcileOutcome, TerminalError, WaitingError } from './outcome.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
+import { RolloutRechecks } from './rolloutRechecks.ts';
 import type { ActiveSuspension } from './suspensions.ts';
 
 /** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
@@ -110,6 +111,8 @@ export class Reconciler {
   readonly #log: Logger;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
+  /** The rollouts in progress, and how soon each is looked at again. */
+  readonly #rechecks: RolloutRechecks;
   readonly #names = new NameLocks();
   /**
    * Fingerprint of the input whose attempt settled (succeeded or failed for good), for a settled
@@ -128,6 +131,10 @@ export class Reconciler {
   constructor(options: ReconcilerOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: 'reconciler' });
+    this.#rechecks = new RolloutRechecks(
+      options.config.rolloutRecheckMs,
+      options.config.rolloutRechecksPerSecond,
+    );
     this.#report = new DeploymentReport({
       reporter: options.reporter,
       events: options.events,
@@ -148,8 +155,15 @@ export class Reconciler {
     this.#served += 1;
   }
 
-  /** The shell: picks the path for the desired entry and turns whatever happened into an outcome. */
   async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
+    const outcome = await this.#reconcile(deploymentId, signal);
+    // A rollout found in progress counted itself where it was found (#rechecks.inProgress).
+    if (outcome.result !== 'requeue') this.#rechecks.settled(deploymentId);
+    return outcome;
+  }
+
+  /** The shell: picks the path for the desired entry and turns whatever happened into an outcome. */
+  async #reconcile(deploymentId: string, signal: AbortSignal | undefined): Promise<ReconcileOutcome> {
     const entry = this.#o.desired.get(deploymentId);
     const log = this.#logFor(deploymentId, entry);
     const served = this.#served;
@@ -254,7 +268,7 @@ export class Reconciler {
     );
     this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true, served });
     return status.revisionStatus === 'DEPLOYING'
-      ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
+      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
       : { result: 'done', detail: 'ok' };
   }
 
@@ -285,7 +299,7 @@ export class Reconciler {
       signal,
     );
     return status.revisionStatus === 'DEPLOYING'
-      ? { result: 'requeue', afterMs: this.#o.config.rolloutRecheckMs }
+      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
       : { result: 'done', detail: 'suspended' };
   }
 
@@ -356,7 +370,7 @@ export class Reconciler {
     );
     const afterMs =
       status.revisionStatus === 'DEPLOYING'
-        ? Math.min(turn.retryAfterMs, this.#o.config.rolloutRecheckMs)
+        ? Math.min(turn.retryAfterMs, this.#rechecks.inProgress(deploymentId))
         : turn.retryAfterMs;
     return { result: 'requeue', afterMs };
   }
