@@ -213,6 +213,16 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
 }
 
+/** The pods of the agent's namespaces, counted a page at a time. */
+async function countPods(): Promise<number> {
+  let count = 0;
+  for (const namespace of NAMESPACES)
+    await admin.listPages('Pod', { namespace }, (items) => {
+      count += items.length;
+    });
+  return count;
+}
+
 /** Applies every object with `workers` parallel loops over one client (one keep-alive pool). */
 async function applyAll(kube: KubeClient, objects: readonly KubeObject[], workers: number): Promise<number> {
   let next = 0;
@@ -514,7 +524,10 @@ try {
       // for every revision DEPLOYED.
       await sleep(SETTLE_AFTER_APPLIED_MS);
       clearInterval(progress);
-      log(`${deployedCount()} of ${N} DEPLOYED ${seconds(SETTLE_AFTER_APPLIED_MS)} s after the last apply`);
+      const podsAtReading = await countPods();
+      log(
+        `${deployedCount()} of ${N} DEPLOYED and ${podsAtReading} pods ${seconds(SETTLE_AFTER_APPLIED_MS)} s after the last apply`,
+      );
       const { final, memory } = await readAndStop();
       return {
         appliedMs,
@@ -522,6 +535,7 @@ try {
         appliedReconciles,
         deployedMs: undefined,
         deployedAtEnd: deployedCount(),
+        podsAtReading,
         afterCold: final,
         live: undefined,
         steady: undefined,
@@ -649,6 +663,7 @@ try {
       appliedReconciles,
       deployedMs,
       deployedAtEnd: N,
+      podsAtReading: undefined,
       afterCold,
       live,
       steady,
@@ -757,6 +772,7 @@ try {
     appliedReconciles,
     deployedMs,
     deployedAtEnd,
+    podsAtReading,
     afterCold,
     live,
     steady,
@@ -806,6 +822,8 @@ try {
       deployedS: deployedMs === undefined ? null : seconds(deployedMs),
       // With --until-applied: how many were DEPLOYED when the reading was taken.
       deployedAtEnd,
+      // With --until-applied: the pods of the agent's namespaces at the reading (the cache holds a summary of each).
+      podsAtReading,
       liveDeploymentsInFirstNamespace: live,
     },
     order: ORDER,
@@ -888,7 +906,7 @@ try {
     [
       'cold sync: every revision DEPLOYED',
       result.coldSync.deployedS === null
-        ? `not waited for (${deployedAtEnd} of ${N} DEPLOYED at the reading)`
+        ? `not waited for (${deployedAtEnd} of ${N} DEPLOYED and ${podsAtReading} pods at the reading)`
         : `${result.coldSync.deployedS} s (${result.coldSync.reconcilesAtDeployed} reconciles)`,
     ],
     ['order', ORDER.join(', ')],
