@@ -822,7 +822,8 @@ try {
       deployedS: deployedMs === undefined ? null : seconds(deployedMs),
       // With --until-applied: how many were DEPLOYED when the reading was taken.
       deployedAtEnd,
-      // With --until-applied: the pods of the agent's namespaces at the reading (the cache holds a summary of each).
+      // With --until-applied: the pods of the agent's namespaces at the reading (the cache holds
+      // a summary of each).
       podsAtReading,
       liveDeploymentsInFirstNamespace: live,
     },
