@@ -12,6 +12,7 @@ import type {
   VolumeMount,
 } from '../controlplane/schemas/index.ts';
 import { sourceMeaning } from '../controlplane/schemas/index.ts';
+import { isAgentAnnotation } from '../objects/ownership.ts';
 import type { RenderProblem } from './errors.ts';
 import {
   baseName,
@@ -427,7 +428,7 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
         );
       if (
         RESERVED_LABEL_PREFIXES.some((prefix) => key.startsWith(prefix)) &&
-        (kind === 'labels' || key.startsWith('k8s-listener.io/'))
+        (kind === 'labels' || isAgentAnnotation(key))
       ) {
         problems.add(path, 'is reserved for the agent');
       }
