@@ -3,7 +3,7 @@
 // and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
 // latency, request counts and memory. Targets (issue 20) are printed with pass/fail;
 // --strict exits 1 when one is missed.
-// Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
+// Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
 //   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
@@ -71,6 +71,9 @@ const { values: flags } = parseArgs({
     runs: { type: 'string', default: '1' },
     // Set by --runs on each of its runs: the series they belong to (its start), for the medians.
     series: { type: 'string' },
+    // Every wait's bound, in minutes (default N × 0.6 s, at least 2 minutes): a long N = 10,000
+    // cold sync on a slow evening may need more.
+    'phase-timeout-min': { type: 'string' },
   },
 });
 const N = Number(flags.deployments);
@@ -101,7 +104,12 @@ if (RUNS > 1) {
   process.exit(await runRotated(RUNS, process.argv.slice(2)));
 }
 // Every wait is bounded: a stuck phase fails the run instead of hanging it.
-const PHASE_TIMEOUT_MS = Math.max(120_000, N * 600);
+const PHASE_TIMEOUT_MS =
+  flags['phase-timeout-min'] === undefined ? Math.max(120_000, N * 600) : Number(flags['phase-timeout-min']) * 60_000;
+if (!(PHASE_TIMEOUT_MS > 0)) {
+  console.error('--phase-timeout-min takes a positive number');
+  process.exit(2);
+}
 /** With --until-applied: how long the rollouts run on after the last apply before the reading (3 min at N = 10,000). */
 const SETTLE_AFTER_APPLIED_MS = Math.min(180_000, Math.max(10_000, N * 18));
 const NAMESPACES = ['bench-a', 'bench-b', 'bench-c', 'bench-d'];
