@@ -1,15 +1,18 @@
 // One poll of the control plane: a complete listing of this listener's remotely reconciled
 // deployments, revisions read only for what changed, and the prune guard on what vanished.
+import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
-import type { DesiredState } from './desiredState.ts';
+import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import { decideVanished } from './pruneGuard.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget, deploymentFingerprint } from './target.ts';
+
+type PresentEntry = Extract<DesiredEntry, { kind: 'present' }>;
 
 export interface PollerOptions {
   readonly client: ControlPlaneClient;
@@ -82,6 +85,11 @@ export class Poller {
       const fingerprint = deploymentFingerprint(deployment);
       const previous = desired.get(deployment.id);
       if (previous?.kind === 'present' && previous.fingerprint === fingerprint) continue;
+      if (previous?.kind === 'present' && this.#echoesOwnReport(previous, deployment)) {
+        // Held as listed, so that the next poll takes it unparsed; nothing to read or do.
+        desired.set(deployment.id, { ...previous, deployment, fingerprint });
+        continue;
+      }
       try {
         const revisions = await this.#o.client.listAllRevisions(deployment.id, {}, { signal });
         // A revision it cannot read may be the newest: no target is chosen without it.
@@ -158,6 +166,24 @@ export class Poller {
       config !== null &&
       (config as Readonly<Record<string, unknown>>).listener_id === deployment.source_config.listener_id;
     return same ? deployment : undefined;
+  }
+
+  /**
+   * The listing differs from the held deployment only by what the agent's own status report
+   * changed: its status (now the one the agent recorded), the active revision and the update
+   * time. Without this every report came back as a change at the next poll, and each one re-read
+   * the deployment's revisions and reconciled it again: at 10,000 deployments some 30,000 revision
+   * reads and reconciles in a cold sync, queued ahead of deployments not yet applied. A failed
+   * revision is read again (its settled verdict stops retries), and so is any other change.
+   */
+  #echoesOwnReport(previous: PresentEntry, listed: Deployment): boolean {
+    if (previous.target.settled !== undefined) return false;
+    const recorded = this.#o.reporter.recordedStatus(listed.id);
+    if (recorded === undefined || recorded.revision_status === 'DEPLOY_FAILED') return false;
+    if (recorded.deployment_status == null || listed.status !== recorded.deployment_status) return false;
+    if (previous.deployment.status === 'AWAITING_DELETE' || listed.status === 'AWAITING_DELETE') return false;
+    const ownFields = { status: undefined, active_revision_id: undefined, updated_at: undefined };
+    return isDeepStrictEqual({ ...previous.deployment, ...ownFields }, { ...listed, ...ownFields });
   }
 
   /** A deployment of this listener that fails validation: reported, nothing written or deleted. */

@@ -66,6 +66,24 @@ export class StatusReporter {
     return true;
   }
 
+  /**
+   * The deployment and revision status last recorded for a deployment (sent or queued), while
+   * reports reach the control plane: what a listing shows of the agent's own reports.
+   */
+  recordedStatus(
+    deploymentId: string,
+  ): Pick<StatusChange, 'deployment_status' | 'revision_id' | 'revision_status'> | undefined {
+    const key = this.#last.get(deploymentId);
+    if (!this.#enabled || key === undefined) return undefined;
+    // The key is this class's own JSON of the recorded fields (record above).
+    const [deployment_status, revision_id, revision_status] = JSON.parse(key) as [
+      StatusChange['deployment_status'],
+      StatusChange['revision_id'],
+      StatusChange['revision_status'],
+    ];
+    return { deployment_status, revision_id, revision_status };
+  }
+
   /** Forgets what was sent for a deployment, so its next status is sent even if unchanged. */
   forget(deploymentId: string): void {
     this.#last.delete(deploymentId);

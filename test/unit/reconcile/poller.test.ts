@@ -24,6 +24,12 @@ import {
 class CountingClient extends ControlPlaneClient {
   reused = 0;
   parsed = 0;
+  revisionReads = 0;
+
+  override listAllRevisions(...args: Parameters<ControlPlaneClient['listAllRevisions']>) {
+    this.revisionReads++;
+    return super.listAllRevisions(...args);
+  }
 
   override listAllDeployments(filter: DeploymentFilter, options: ListingOptions<Deployment> = {}) {
     return super.listAllDeployments(filter, {
@@ -43,6 +49,7 @@ let client: CountingClient;
 let desired: DesiredState;
 let enqueued: string[];
 let poller: Poller;
+let reporter: StatusReporter;
 
 beforeEach(async () => {
   harness = await startHarness();
@@ -51,13 +58,14 @@ beforeEach(async () => {
   desired = new DesiredState();
   enqueued = [];
   const metrics = createMetrics({ defaultMetrics: false });
+  reporter = new StatusReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics });
   poller = new Poller({
     client,
     listenerId: SEED_LISTENER_ID,
     desired,
     knownIds: () => [],
     enqueue: (id) => enqueued.push(id),
-    reporter: new StatusReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics }),
+    reporter,
     metrics,
     logger,
     config: ReconcileConfig.parse({}),
@@ -97,5 +105,57 @@ describe('Poller', () => {
     expect(enqueued).toEqual([SEED_DEPLOYMENTS.helloWeb]);
     expect(client.parsed).toBe(listed + 1);
     expect(presentImage(SEED_DEPLOYMENTS.helloWeb)).toBe('nginx:1.28');
+  });
+
+  it("takes the agent's own status report back without reading revisions or waking the deployment", async () => {
+    expect(await poller.pollOnce()).toBe(true);
+    const id = SEED_DEPLOYMENTS.helloWeb;
+    const entry = desired.get(id);
+    if (entry?.kind !== 'present') throw new Error('helloWeb not present');
+    const revisionId = entry.target.revision?.id ?? null;
+    const reads = client.revisionReads;
+    const report = (
+      revision_status: 'DEPLOYING' | 'DEPLOYED' | 'DEPLOY_FAILED',
+      deployment_status: 'READY' | 'UNKNOWN' | null,
+    ) => {
+      reporter.record({ deployment_id: id, revision_id: revisionId, revision_status, deployment_status });
+      return reporter.flush();
+    };
+
+    // DEPLOYED, as the agent reported it: the control plane's status, active revision and update
+    // time move; held as listed (the poll after takes it unparsed), nothing read or woken.
+    await report('DEPLOYED', 'READY');
+    enqueued = [];
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads);
+    expect(enqueued).toEqual([]);
+    const held = desired.get(id);
+    expect(held?.kind === 'present' && held.deployment.status).toBe('READY');
+    const parsed = client.parsed;
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.parsed).toBe(parsed);
+
+    // A report and a user's change between two polls: the change is read.
+    await report('DEPLOYING', 'READY');
+    await harness.client.patchDeployment(id, { source_revision_config: { image_uri: 'nginx:1.29' } });
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads + 1);
+    expect(enqueued).toEqual([id]);
+
+    // A failure the agent reported is read back: the revision's verdict stops further tries.
+    const failing = desired.get(id);
+    if (failing?.kind !== 'present') throw new Error('helloWeb not present');
+    reporter.record({
+      deployment_id: id,
+      revision_id: failing.target.revision?.id ?? null,
+      revision_status: 'DEPLOY_FAILED',
+      deployment_status: 'READY',
+    });
+    await reporter.flush();
+    enqueued = [];
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads + 2);
+    const settled = desired.get(id);
+    expect(settled?.kind === 'present' && settled.target.settled).toBe('DEPLOY_FAILED');
   });
 });
