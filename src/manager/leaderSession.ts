@@ -154,7 +154,7 @@ export class LeaderSession {
       );
       for (const namespace of this.#served) this.#watch(parts, namespace);
       resyncTimer = setInterval(() => {
-        for (const id of parts.desired.ids()) parts.queue.add(id);
+        for (const id of parts.desired.ids()) parts.queue.add(id, 'low');
       }, config.resyncIntervalMs);
       resyncTimer.unref();
       const schedulePoll = (delayMs: number) => {
@@ -253,7 +253,7 @@ export class LeaderSession {
       listenerId,
       desired,
       knownIds: () => inventories.deploymentIds(),
-      enqueue: (id) => queue.add(id),
+      enqueue: (id, priority) => queue.add(id, priority),
       reporter,
       metrics,
       logger: this.#o.logger,
@@ -484,7 +484,7 @@ export class LeaderSession {
       // Every deployment is judged again against the namespaces the listener has now.
       if (await this.#followListener(parts, signal)) {
         parts.reconciler.namespacesChanged();
-        for (const id of parts.desired.ids()) parts.queue.add(id);
+        for (const id of parts.desired.ids()) parts.queue.add(id, 'low');
       }
       await parts.poller.pollOnce(signal);
     } catch (error) {

@@ -11,6 +11,7 @@ import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import { decideVanished } from './pruneGuard.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget, deploymentFingerprint } from './target.ts';
+import type { QueuePriority } from './workQueue.ts';
 
 type PresentEntry = Extract<DesiredEntry, { kind: 'present' }>;
 
@@ -20,7 +21,8 @@ export interface PollerOptions {
   readonly desired: DesiredState;
   /** Deployments that have objects in the cluster (from the inventories). */
   readonly knownIds: () => readonly string[];
-  readonly enqueue: (deploymentId: string) => void;
+  /** `low` for what the first listing finds: bulk work, behind changes and rollout rechecks. */
+  readonly enqueue: (deploymentId: string, priority: QueuePriority) => void;
   readonly reporter: StatusReporter;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;
@@ -30,6 +32,7 @@ export interface PollerOptions {
 export class Poller {
   readonly #o: PollerOptions;
   readonly #log: Logger;
+  #listedOnce = false;
 
   constructor(options: PollerOptions) {
     this.#o = options;
@@ -62,6 +65,10 @@ export class Poller {
       withObjects.has(id) ? undefined : latest;
     const listed = new Set<string>();
     let completeForPrune = true;
+    // The first listing holds every deployment (a cold sync, a restart, a new leader); later
+    // ones, what changed.
+    const priority: QueuePriority = this.#listedOnce ? 'normal' : 'low';
+    this.#listedOnce = true;
 
     for (const invalid of listing.invalid) {
       if (invalid.id === undefined) {
@@ -108,7 +115,7 @@ export class Poller {
           target: chooseTarget(deployment, revisions.items),
           fingerprint,
         });
-        this.#o.enqueue(deployment.id);
+        this.#o.enqueue(deployment.id, priority);
       } catch (error) {
         if (signal?.aborted) return false;
         deploymentLogger(this.#log, {
@@ -134,7 +141,7 @@ export class Poller {
             'deployment gone from a complete listing; deleting its objects',
           );
           desired.set(id, { kind: 'gone' });
-          this.#o.enqueue(id);
+          this.#o.enqueue(id, 'normal');
         }
       }
     }
@@ -192,6 +199,6 @@ export class Poller {
     if (previous?.kind === 'invalid' && previous.message === message && previous.revisionId === revisionId)
       return;
     this.#o.desired.set(id, { kind: 'invalid', message, revisionId });
-    this.#o.enqueue(id);
+    this.#o.enqueue(id, 'normal');
   }
 }

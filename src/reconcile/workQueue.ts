@@ -1,5 +1,7 @@
 // A work queue in the manner of client-go's: one key per deployment, deduplicated, never worked
 // on twice at once, bounded concurrency, per-key exponential backoff, and a bound on its size.
+// Two priorities, as controller-runtime's priority queue: bulk work (the first listing, a resync)
+// is low, so that changes, rollout rechecks and repairs go ahead of thousands of keys queued at once.
 // It reports what client-go's workqueue reports, through the small interface it is given.
 import type { Logger } from 'pino';
 
@@ -34,13 +36,19 @@ export interface WorkQueueOptions {
 
 export type Worker = (key: string) => Promise<void>;
 
+/** `low`: bulk work that waits while any `normal` key is pending. */
+export type QueuePriority = 'normal' | 'low';
+
 export class WorkQueue {
   readonly #options: WorkQueueOptions;
   readonly #queue: string[] = [];
-  readonly #queued = new Set<string>();
+  /** Low-priority keys, in order; an entry whose key was since raised or taken is skipped. */
+  readonly #background: string[] = [];
+  /** Each queued key and the priority it waits at. */
+  readonly #queued = new Map<string, QueuePriority>();
   readonly #processing = new Set<string>();
-  /** Added again while being processed: requeued once it finishes. */
-  readonly #dirty = new Set<string>();
+  /** Added again while being processed: requeued, at the higher priority asked, once it finishes. */
+  readonly #dirty = new Map<string, QueuePriority>();
   readonly #failures = new Map<string, number>();
   readonly #timers = new Map<string, { readonly timer: NodeJS.Timeout; readonly due: number }>();
   readonly #idle: (() => void)[] = [];
@@ -61,18 +69,28 @@ export class WorkQueue {
     this.#pump();
   }
 
-  /** Queues a key now; returns false when the queue is shutting down or full. */
-  add(key: string): boolean {
+  /**
+   * Queues a key now; returns false when the queue is shutting down or full. A key waiting at low
+   * priority is raised by a normal add; it is never lowered.
+   */
+  add(key: string, priority: QueuePriority = 'normal'): boolean {
     if (this.#shuttingDown) return false;
     if (this.#processing.has(key)) {
-      if (!this.#dirty.has(key)) {
-        this.#dirty.add(key);
-        this.#becamePending(key);
+      const dirty = this.#dirty.get(key);
+      if (dirty !== 'normal') this.#dirty.set(key, priority);
+      if (dirty === undefined) this.#becamePending(key);
+      return true;
+    }
+    const queued = this.#queued.get(key);
+    if (queued !== undefined) {
+      if (queued === 'low' && priority === 'normal') {
+        this.#queued.set(key, 'normal');
+        this.#queue.push(key);
+        this.#pump();
       }
       return true;
     }
-    if (this.#queued.has(key)) return true;
-    if (!this.#enqueue(key)) return false;
+    if (!this.#enqueue(key, priority)) return false;
     this.#becamePending(key);
     this.#pump();
     return true;
@@ -121,7 +139,7 @@ export class WorkQueue {
   }
 
   get length(): number {
-    return this.#queue.length;
+    return this.#queued.size;
   }
 
   get inFlight(): number {
@@ -134,6 +152,7 @@ export class WorkQueue {
     for (const { timer } of this.#timers.values()) clearTimeout(timer);
     this.#timers.clear();
     this.#queue.length = 0;
+    this.#background.length = 0;
     this.#queued.clear();
     this.#dirty.clear();
     this.#pendingSince.clear();
@@ -153,12 +172,9 @@ export class WorkQueue {
   #pump(): void {
     const worker = this.#worker;
     if (!worker) return;
-    while (
-      !this.#shuttingDown &&
-      this.#processing.size < this.#options.concurrency &&
-      this.#queue.length > 0
-    ) {
-      const key = this.#queue.shift() as string;
+    while (!this.#shuttingDown && this.#processing.size < this.#options.concurrency) {
+      const key = this.#next();
+      if (key === undefined) break;
       this.#queued.delete(key);
       this.#processing.add(key);
       const now = this.#now();
@@ -171,8 +187,22 @@ export class WorkQueue {
     }
   }
 
+  /** The next key to hand out: every normal one first, then low ones, each in order. */
+  #next(): string | undefined {
+    for (const [list, priority] of [
+      [this.#queue, 'normal'],
+      [this.#background, 'low'],
+    ] as const) {
+      while (list.length > 0) {
+        const key = list.shift() as string;
+        if (this.#queued.get(key) === priority) return key;
+      }
+    }
+    return undefined;
+  }
+
   /** Appends a key unless the queue is full; the caller counts it. */
-  #enqueue(key: string): boolean {
+  #enqueue(key: string, priority: QueuePriority): boolean {
     if (this.#queued.size >= this.#options.maxKeys) {
       this.#logFor(key).warn({ maxKeys: this.#options.maxKeys }, 'work queue full; key dropped');
       this.#options.onDropped?.(key);
@@ -180,8 +210,8 @@ export class WorkQueue {
       this.#reportDepth();
       return false;
     }
-    this.#queued.add(key);
-    this.#queue.push(key);
+    this.#queued.set(key, priority);
+    (priority === 'normal' ? this.#queue : this.#background).push(key);
     return true;
   }
 
@@ -192,7 +222,7 @@ export class WorkQueue {
   }
 
   #reportDepth(): void {
-    this.#options.metrics?.depth(this.#queue.length + this.#dirty.size);
+    this.#options.metrics?.depth(this.#queued.size + this.#dirty.size);
   }
 
   #processingSample(): { unfinishedSeconds: number; longestRunningSeconds: number } {
@@ -227,7 +257,9 @@ export class WorkQueue {
       if (started !== undefined) this.#options.metrics?.workDuration((this.#now() - started) / 1000);
       this.#processing.delete(key);
       // Added again while it ran: queued now, already counted as an add (as client-go's Done).
-      if (this.#dirty.delete(key) && !this.#shuttingDown) this.#enqueue(key);
+      const dirty = this.#dirty.get(key);
+      this.#dirty.delete(key);
+      if (dirty !== undefined && !this.#shuttingDown) this.#enqueue(key, dirty);
       this.#reportDepth();
       if (this.#processing.size === 0 && this.#shuttingDown)
         for (const resolve of this.#idle.splice(0)) resolve();

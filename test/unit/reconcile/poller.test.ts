@@ -48,6 +48,7 @@ let harness: Harness;
 let client: CountingClient;
 let desired: DesiredState;
 let enqueued: string[];
+let priorities: string[];
 let poller: Poller;
 let reporter: StatusReporter;
 
@@ -57,6 +58,7 @@ beforeEach(async () => {
   client = new CountingClient({ baseUrl: harness.emulator.url, logger });
   desired = new DesiredState();
   enqueued = [];
+  priorities = [];
   const metrics = createMetrics({ defaultMetrics: false });
   reporter = new StatusReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics });
   poller = new Poller({
@@ -64,7 +66,10 @@ beforeEach(async () => {
     listenerId: SEED_LISTENER_ID,
     desired,
     knownIds: () => [],
-    enqueue: (id) => enqueued.push(id),
+    enqueue: (id, priority) => {
+      enqueued.push(id);
+      priorities.push(priority);
+    },
     reporter,
     metrics,
     logger,
@@ -87,6 +92,8 @@ describe('Poller', () => {
     expect(await poller.pollOnce()).toBe(true);
     const first = [...enqueued].sort();
     expect(first).toEqual(expect.arrayContaining(Object.values(SEED_DEPLOYMENTS)));
+    // The first listing is bulk work; what later polls find is a change.
+    expect(new Set(priorities)).toEqual(new Set(['low']));
     const listed = client.parsed;
     expect(client.reused).toBe(0);
 
@@ -103,6 +110,7 @@ describe('Poller', () => {
     });
     expect(await poller.pollOnce()).toBe(true);
     expect(enqueued).toEqual([SEED_DEPLOYMENTS.helloWeb]);
+    expect(priorities.at(-1)).toBe('normal');
     expect(client.parsed).toBe(listed + 1);
     expect(presentImage(SEED_DEPLOYMENTS.helloWeb)).toBe('nginx:1.28');
   });

@@ -8,6 +8,54 @@ const queue = (options: Partial<ConstructorParameters<typeof WorkQueue>[0]> = {}
   new WorkQueue({ concurrency: 2, backoffBaseMs: 10, backoffMaxMs: 80, maxKeys: 100, logger, ...options });
 
 describe('work queue', () => {
+  it('hands out every normal key before low ones, raises a low key added as normal, and never lowers one', async () => {
+    const q = queue({ concurrency: 1 });
+    const seen: string[] = [];
+    let release: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    q.start(async (key) => {
+      seen.push(key);
+      if (key === 'first') await blocked;
+    });
+    q.add('first');
+    for (const key of ['bulk-1', 'bulk-2', 'bulk-3']) q.add(key, 'low');
+    q.add('change');
+    q.add('bulk-3'); // raised: a change to a deployment the bulk had queued
+    q.add('change', 'low'); // stays normal
+    expect(q.length).toBe(4);
+    release();
+    await sleep(20);
+    expect(seen).toEqual(['first', 'change', 'bulk-3', 'bulk-1', 'bulk-2']);
+    expect(q.length).toBe(0);
+  });
+
+  it('requeues a key added while it runs at the higher priority asked', async () => {
+    const q = queue({ concurrency: 1 });
+    const seen: string[] = [];
+    let release: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let firstRun = true;
+    q.start(async (key) => {
+      seen.push(key);
+      if (key === 'k' && firstRun) {
+        firstRun = false;
+        await blocked;
+      }
+    });
+    q.add('k');
+    await sleep(1);
+    q.add('bulk', 'low');
+    q.add('k', 'low');
+    q.add('k');
+    release();
+    await sleep(20);
+    expect(seen).toEqual(['k', 'k', 'bulk']);
+  });
+
   it('deduplicates keys waiting in the queue', async () => {
     const q = queue({ concurrency: 1 });
     const seen: string[] = [];
