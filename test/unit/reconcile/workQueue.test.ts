@@ -4,21 +4,27 @@ import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
 
 const logger = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A queue of one worker that records the keys it is handed, held on the first run of `held` until released. */
+const recording = (held: string) => {
+  const q = queue({ concurrency: 1 });
+  const seen: string[] = [];
+  let release: () => void = () => {};
+  const blocked = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  q.start(async (key) => {
+    const first = !seen.includes(key);
+    seen.push(key);
+    if (key === held && first) await blocked;
+  });
+  return { q, seen, release };
+};
 const queue = (options: Partial<ConstructorParameters<typeof WorkQueue>[0]> = {}) =>
   new WorkQueue({ concurrency: 2, backoffBaseMs: 10, backoffMaxMs: 80, maxKeys: 100, logger, ...options });
 
 describe('work queue', () => {
   it('hands out every normal key before low ones, raises a low key added as normal, and never lowers one', async () => {
-    const q = queue({ concurrency: 1 });
-    const seen: string[] = [];
-    let release: () => void = () => {};
-    const blocked = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    q.start(async (key) => {
-      seen.push(key);
-      if (key === 'first') await blocked;
-    });
+    const { q, seen, release } = recording('first');
     q.add('first');
     for (const key of ['bulk-1', 'bulk-2', 'bulk-3']) q.add(key, 'low');
     q.add('change');
@@ -32,20 +38,7 @@ describe('work queue', () => {
   });
 
   it('requeues a key added while it runs at the higher priority asked', async () => {
-    const q = queue({ concurrency: 1 });
-    const seen: string[] = [];
-    let release: () => void = () => {};
-    const blocked = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let firstRun = true;
-    q.start(async (key) => {
-      seen.push(key);
-      if (key === 'k' && firstRun) {
-        firstRun = false;
-        await blocked;
-      }
-    });
+    const { q, seen, release } = recording('k');
     q.add('k');
     await sleep(1);
     q.add('bulk', 'low');
@@ -57,16 +50,7 @@ describe('work queue', () => {
   });
 
   it('deduplicates keys waiting in the queue', async () => {
-    const q = queue({ concurrency: 1 });
-    const seen: string[] = [];
-    let release: () => void = () => {};
-    const blocked = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    q.start(async (key) => {
-      seen.push(key);
-      if (key === 'first') await blocked;
-    });
+    const { q, seen, release } = recording('first');
     q.add('first');
     for (let i = 0; i < 5; i++) q.add('a');
     expect(q.length).toBe(1);
