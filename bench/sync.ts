@@ -6,6 +6,7 @@
 // Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
 //   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,7 +106,9 @@ if (RUNS > 1) {
 }
 // Every wait is bounded: a stuck phase fails the run instead of hanging it.
 const PHASE_TIMEOUT_MS =
-  flags['phase-timeout-min'] === undefined ? Math.max(120_000, N * 600) : Number(flags['phase-timeout-min']) * 60_000;
+  flags['phase-timeout-min'] === undefined
+    ? Math.max(120_000, N * 600)
+    : Number(flags['phase-timeout-min']) * 60_000;
 if (!(PHASE_TIMEOUT_MS > 0)) {
   console.error('--phase-timeout-min takes a positive number');
   process.exit(2);
@@ -274,6 +277,8 @@ function renderFleet(
 
 interface AgentProcess {
   readonly child: ChildProcess;
+  /** Everything the agent logged (a long run that fails is explained here). */
+  readonly logPath: string;
   readonly metricsUrl: Promise<string>;
   readonly exited: Promise<number | null>;
 }
@@ -282,6 +287,7 @@ function startAgentProcess(
   configPath: string,
   profileDir: string | undefined,
   snapshotDir: string | undefined,
+  logPath: string,
 ): AgentProcess {
   const nodeFlags = [
     ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
@@ -312,6 +318,9 @@ function startAgentProcess(
         stdio: ['ignore', 'pipe', 'pipe'],
       })
     : spawn(command[0] as string, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logFile = createWriteStream(logPath);
+  child.stdout?.on('data', (chunk: Buffer) => logFile.write(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => logFile.write(chunk));
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4_000);
@@ -336,7 +345,32 @@ function startAgentProcess(
     child.stdout?.on('data', onData);
     void exited.then((code) => reject(new Error(`agent exited (${code}) before it started: ${stderr}`)));
   });
-  return { child, metricsUrl, exited };
+  return { child, logPath, metricsUrl, exited };
+}
+
+/**
+ * The agent's metrics text. A failed read is tried again once a second later (an N = 10,000 run
+ * ended on one ECONNRESET after 111 minutes); an agent that is gone fails the run with its exit
+ * and where its log is.
+ */
+async function scrapeText(url: string, agent: AgentProcess | undefined): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await (await fetch(url)).text();
+    } catch (error) {
+      const child = agent?.child;
+      if (child && (child.exitCode !== null || child.signalCode !== null))
+        throw new Error(
+          `the agent exited (code ${child.exitCode}, signal ${child.signalCode}); its log: ${agent?.logPath}`,
+        );
+      if (attempt >= 3)
+        throw new Error(`reading ${url} failed ${attempt} times; the agent's log: ${agent?.logPath}`, {
+          cause: error,
+        });
+      log(`reading the agent's metrics failed (${String(error)}); trying again`);
+      await sleep(1_000);
+    }
+  }
 }
 
 /** Signals the agent to write a heap snapshot and waits until the file is complete (its size settles). */
@@ -476,7 +510,7 @@ try {
     );
     if (snapshotDir) await mkdir(snapshotDir, { recursive: true });
     const started = performance.now();
-    agent = startAgentProcess(configPath, profileDir, snapshotDir);
+    agent = startAgentProcess(configPath, profileDir, snapshotDir, join(workDir, 'agent.log'));
     const pid = agent.child.pid ?? 0;
     const metricsUrl = await agent.metricsUrl;
     // The process before any deployment: what the peak grows from.
@@ -484,7 +518,7 @@ try {
     let peakHeapMiB = 0;
     let appliedSoFar = 0;
     const scrape = async (): Promise<Sample[]> => {
-      const samples = parseMetrics(await (await fetch(metricsUrl)).text());
+      const samples = parseMetrics(await scrapeText(metricsUrl, agent));
       peakHeapMiB = Math.max(
         peakHeapMiB,
         total(samples, 'k8s_listener_nodejs_heap_size_used_bytes') / 2 ** 20,
@@ -689,12 +723,12 @@ try {
   const runRestart = async () => {
     const configPath = join(workDir, 'config.yaml');
     const started = performance.now();
-    const second = startAgentProcess(configPath, undefined, undefined);
+    const second = startAgentProcess(configPath, undefined, undefined, join(workDir, 'agent-restarted.log'));
     agent = second;
     const pid = second.child.pid ?? 0;
     const metricsUrl = await second.metricsUrl;
     const atStart = await procStatus(pid);
-    const read = async () => parseMetrics(await (await fetch(metricsUrl)).text());
+    const read = async () => parseMetrics(await scrapeText(metricsUrl, second));
     const caughtUp = await until(
       'the restarted agent has looked at every deployment',
       async () => {
