@@ -9,6 +9,8 @@ export type DesiredEntry =
       readonly deployment: Deployment;
       readonly target: Target;
       readonly fingerprint: string;
+      /** A digest of the listing's item as it came (held in memory only): the next poll takes an identical item unparsed. */
+      readonly listedDigest?: string | undefined;
     }
   /**
    * Listed, but failing validation (an enum value this agent does not know, a wrong type, an
