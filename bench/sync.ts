@@ -320,12 +320,14 @@ function startAgentProcess(
     : spawn(command[0] as string, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const logFile = createWriteStream(logPath);
   child.stdout?.on('data', (chunk: Buffer) => logFile.write(chunk));
-  child.stderr?.on('data', (chunk: Buffer) => logFile.write(chunk));
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
+    logFile.write(chunk);
     stderr = (stderr + chunk.toString()).slice(-4_000);
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the pipes may still hold the last lines when the process exits.
+  child.once('close', () => logFile.end());
   const metricsUrl = new Promise<string>((resolve, reject) => {
     let pending = '';
     const onData = (chunk: Buffer) => {

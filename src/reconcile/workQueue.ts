@@ -189,14 +189,14 @@ export class WorkQueue {
 
   /** The next key to hand out: every normal one first, then low ones, each in order. */
   #next(): string | undefined {
-    for (const [list, priority] of [
-      [this.#queue, 'normal'],
-      [this.#background, 'low'],
-    ] as const) {
-      while (list.length > 0) {
-        const key = list.shift() as string;
-        if (this.#queued.get(key) === priority) return key;
-      }
+    return this.#takeFrom(this.#queue, 'normal') ?? this.#takeFrom(this.#background, 'low');
+  }
+
+  /** The first key of `list` still waiting at `priority`; entries left by a raise are dropped. */
+  #takeFrom(list: string[], priority: QueuePriority): string | undefined {
+    while (list.length > 0) {
+      const key = list.shift() as string;
+      if (this.#queued.get(key) === priority) return key;
     }
     return undefined;
   }
