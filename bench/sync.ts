@@ -519,12 +519,26 @@ try {
     const atStart = await procStatus(pid);
     let peakHeapMiB = 0;
     let appliedSoFar = 0;
+    // The longest event-loop stall (prom-client resets its delay monitor at each read, so each
+    // scrape gives the worst since the one before): a leader stalled past its renew deadline
+    // gives up its lease and exits.
+    let longestStallS = 0;
+    let minuteStallS = 0;
+    let majorGcS = 0;
     const scrape = async (): Promise<Sample[]> => {
       const samples = parseMetrics(await scrapeText(metricsUrl, agent));
       peakHeapMiB = Math.max(
         peakHeapMiB,
+        longestStallS,
+        majorGcS,
+        longestStallS,
+        majorGcS,
         total(samples, 'k8s_listener_nodejs_heap_size_used_bytes') / 2 ** 20,
       );
+      const stallS = total(samples, 'k8s_listener_nodejs_eventloop_lag_max_seconds');
+      longestStallS = Math.max(longestStallS, stallS);
+      minuteStallS = Math.max(minuteStallS, stallS);
+      majorGcS = total(samples, 'k8s_listener_nodejs_gc_duration_seconds_sum', (l) => l.kind === 'major');
       appliedSoFar = total(samples, 'k8s_listener_objects_applied_total');
       return samples;
     };
@@ -544,8 +558,9 @@ try {
     const progress = setInterval(() => {
       void Promise.all([procStatus(pid), cpuSeconds(pid)]).then(([status, cpu]) => {
         log(
-          `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${cpu} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; load ${loadAverage()[0]?.toFixed(1)}`,
+          `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${cpu} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; longest event-loop stall ${minuteStallS.toFixed(1)} s this minute (${longestStallS.toFixed(1)} s in all), major GC ${majorGcS.toFixed(0)} s; load ${loadAverage()[0]?.toFixed(1)}`,
         );
+        minuteStallS = 0;
       });
     }, 60_000);
     progress.unref();
@@ -588,6 +603,8 @@ try {
         memory,
         atStart,
         peakHeapMiB,
+        longestStallS,
+        majorGcS,
       };
     }
     // After the floor or kubectl, the controllers bring up their copies' pods before the agent's.
@@ -716,6 +733,8 @@ try {
       memory,
       atStart,
       peakHeapMiB,
+      longestStallS,
+      majorGcS,
     };
   };
 
@@ -825,6 +844,8 @@ try {
     memory,
     atStart,
     peakHeapMiB,
+    longestStallS,
+    majorGcS,
   } = agentRun;
   const growthKiB = (((memory?.hwmMiB ?? Number.NaN) - (atStart?.rssMiB ?? Number.NaN)) * 1024) / N;
   const ratio = (a: number | undefined, b: number | undefined) =>
@@ -897,6 +918,9 @@ try {
       rssAtEndMiB: Number((memory?.rssMiB ?? Number.NaN).toFixed(1)),
       peakHeapUsedMiB: Number(peakHeapMiB.toFixed(1)),
     },
+    // Until the reading: the longest event-loop stall and the time spent in major GCs.
+    longestEventLoopStallS: Number(longestStallS.toFixed(2)),
+    majorGcS: Number(majorGcS.toFixed(1)),
     totalRequests: byVerb(final),
     cpuProfileDir: profileDir,
   };

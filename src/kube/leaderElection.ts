@@ -64,6 +64,8 @@ export class LeaderElector {
   #callbacks: LeaderCallbacks | undefined;
   /** When the last successful renewal was sent (conservatively, before the request). */
   #renewedAt = 0;
+  /** How long the last successful write of the lease took: a slow API server shows here. */
+  #lastRenewalTookMs = 0;
   /** The lease as last read or written by us: its resourceVersion lets the leader renew with one request. */
   #lease: LiveKubeObject | undefined;
   /** The record last seen, and when (local clock): expiry is judged from observation, not renewTime. */
@@ -182,8 +184,12 @@ export class LeaderElector {
 
   async #renewLoop(leading: AbortController): Promise<void> {
     while (!leading.signal.aborted) {
+      const sleptAt = Date.now();
       await this.#sleep(this.#retryPeriodMs);
       if (leading.signal.aborted) return;
+      // A timer that fires late means the process itself was stalled (GC, CPU starvation, a
+      // blocked event loop), not the API server: the log says which, for whoever reads it.
+      const timerLateMs = Date.now() - sleptAt - this.#retryPeriodMs;
       const deadline = this.#renewedAt + this.#renewDeadlineMs;
       let renewed = false;
       while (!renewed && !leading.signal.aborted && Date.now() < deadline) {
@@ -192,7 +198,15 @@ export class LeaderElector {
           await this.#sleep(Math.min(this.#retryPeriodMs / 4, Math.max(0, deadline - Date.now())));
       }
       if (!renewed && !leading.signal.aborted) {
-        this.#logger.error({ renewDeadlineMs: this.#renewDeadlineMs }, 'failed to renew the lease in time');
+        this.#logger.error(
+          {
+            renewDeadlineMs: this.#renewDeadlineMs,
+            sinceRenewalMs: Date.now() - this.#renewedAt,
+            lastRenewalTookMs: this.#lastRenewalTookMs,
+            timerLateMs,
+          },
+          'failed to renew the lease in time',
+        );
         this.#endLeadership('lost');
       }
     }
@@ -253,6 +267,7 @@ export class LeaderElector {
   #wrote(lease: LiveKubeObject, started: number): boolean {
     this.#lease = lease;
     this.#renewedAt = started;
+    this.#lastRenewalTookMs = Date.now() - started;
     const spec = LeaseSpec.safeParse(lease.spec ?? {});
     if (spec.success) this.#observe(spec.data, lease.metadata.resourceVersion);
     return true;

@@ -28,8 +28,13 @@ let proxied: KubeClient;
 let proxy: TcpProxy;
 const candidates: Candidate[] = [];
 
-function candidate(identity: string, lease: string, client: KubeClient = direct): Candidate {
-  const elector = new LeaderElector({ client, logger, namespace, name: lease, identity, ...timing });
+function candidate(
+  identity: string,
+  lease: string,
+  client: KubeClient = direct,
+  log: pino.Logger = logger,
+): Candidate {
+  const elector = new LeaderElector({ client, logger: log, namespace, name: lease, identity, ...timing });
   const entry: Candidate = { identity, elector, log: [], signal: undefined, running: Promise.resolve() };
   entry.running = elector.run({
     onStartedLeading: (signal) => {
@@ -180,5 +185,36 @@ describe('LeaderElector', () => {
     await eventually('rival leads', async () => (rival.elector.isLeader() ? true : undefined), 15_000, 20);
     // Never two writers: the rival started only after the old leader had stopped.
     expect(started(rival)).toBeGreaterThan(stoppedAt);
+  });
+
+  it('steps down after its own process stalls, and says the process stalled', async () => {
+    const lines: {
+      msg?: string;
+      timerLateMs?: number;
+      sinceRenewalMs?: number;
+      lastRenewalTookMs?: number;
+    }[] = [];
+    const recording = pino(
+      { level: 'error' },
+      { write: (line: string) => void lines.push(JSON.parse(line)) },
+    );
+    const stalled = candidate('stalled', `lease-${randomBytes(3).toString('hex')}`, direct, recording);
+    await leaderOf([stalled]);
+    // A long synchronous pause (as a full GC on a starved CPU is): no timer fires meanwhile.
+    const until = Date.now() + 3_000;
+    while (Date.now() < until) {
+      // busy: the event loop is blocked
+    }
+    await eventually(
+      'stalled leader steps down',
+      async () => (stalled.signal?.aborted ? true : undefined),
+      5_000,
+      20,
+    );
+    const failed = lines.find((line) => line.msg === 'failed to renew the lease in time');
+    // Past the renew deadline (2 s), and the 3 s stall shows: as a retry timer fired late or, when
+    // the stall caught a renewal in flight (a few ms of every 500), as that renewal's length.
+    expect(failed?.sinceRenewalMs).toBeGreaterThan(2_000);
+    expect((failed?.timerLateMs ?? 0) + (failed?.lastRenewalTookMs ?? 0)).toBeGreaterThan(2_000);
   });
 });
