@@ -529,10 +529,6 @@ try {
       const samples = parseMetrics(await scrapeText(metricsUrl, agent));
       peakHeapMiB = Math.max(
         peakHeapMiB,
-        longestStallS,
-        majorGcS,
-        longestStallS,
-        majorGcS,
         total(samples, 'k8s_listener_nodejs_heap_size_used_bytes') / 2 ** 20,
       );
       const stallS = total(samples, 'k8s_listener_nodejs_eventloop_lag_max_seconds');
