@@ -115,8 +115,9 @@ describe('a control plane that answers too much', () => {
     console.log(
       `bounded input: agent peak RSS ${before.toFixed(1)} MiB before, ${peak.toFixed(1)} MiB after ${refusals('TOO_MANY_PAGES')} listings refused at 1,000 pages`,
     );
+    // The growth only: the peak (VmHWM) already holds the 300 MiB case's, which with the whole
+    // suite on both cores left 140 to 157 MiB; an absolute cap here would judge that case twice.
     expect(peak - before).toBeLessThan(3 * 16 + 16);
-    expect(peak).toBeLessThan(150 + 3 * 16);
   });
 
   it('a page with more items than the limit asked for: refused, naming the listing and the page, nothing deleted', async () => {

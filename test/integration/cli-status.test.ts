@@ -437,9 +437,12 @@ describe('k8s-listener status', () => {
     expect(deleted.stdout).toContain('Message:    Service/web-db was deleted by hand\n');
 
     agent = await startAgent(world, agentOptions());
+    // Exit 0 comes once the agent has put the image back and reported; the old ReplicaSet's pod
+    // may still be terminating then (main 3/2: DEPLOYED holds through a scale, as the agent
+    // reports), so the row is awaited whole.
     const restored = await eventually('restored by the agent', async () => {
       const r = await status();
-      return r.code === 0 ? r : undefined;
+      return r.code === 0 && JSON.stringify(cells(r.stdout)) === JSON.stringify([webRow()]) ? r : undefined;
     });
     expect(cells(restored.stdout)).toEqual([webRow()]);
   });
