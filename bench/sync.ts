@@ -3,7 +3,7 @@
 // and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
 // latency, request counts and memory. Targets (issue 20) are printed with pass/fail;
 // --strict exits 1 when one is missed.
-// Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
+// Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--keep-cluster] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
 //   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
@@ -67,6 +67,9 @@ const { values: flags } = parseArgs({
     // Day two: after the agent's phase, a new agent process on the same cluster (an upgrade, a
     // failover), timed until it has looked at every deployment; its peak RSS and writes.
     restart: { type: 'boolean', default: false },
+    // The local cluster's directory (etcd data, each component's log) kept in the run's directory,
+    // so that a long run that fails can be read from the API server's and etcd's side too.
+    'keep-cluster': { type: 'boolean', default: false },
     // This many runs, each a fresh cluster, the order rotated so that each client goes first once
     // in every three; prints the medians (bench/syncRuns.ts).
     runs: { type: 'string', default: '1' },
@@ -457,15 +460,17 @@ if (memoryCgroup) log(`agent in a memory cgroup of ${MEMORY_LIMIT_MIB} MiB (the 
 const binDir = await ensureClusterBinaries();
 const kubectl = join(binDir, 'kubectl');
 // Room for every pod: the agent's, the floor's and kubectl's copies (about 2.2 pods a deployment each).
+const workDir = await mkdtemp(join(tmpdir(), 'k8s-listener-bench-'));
 const cluster = await startLocalCluster({
   binDir,
+  ...(flags['keep-cluster'] ? { runDir: join(workDir, 'cluster') } : {}),
   podsPerNode: Math.max(250, Math.ceil((N * 3 * 2.5) / 3)),
   controllerManagerQps: CONTROLLER_QPS,
 });
 const emulator = await startEmulator({});
 const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
 const admin = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, { logger: pino({ level: 'silent' }) });
-const workDir = await mkdtemp(join(tmpdir(), 'k8s-listener-bench-'));
+if (flags['keep-cluster']) log(`cluster directory (kept): ${join(workDir, 'cluster')}`);
 let agent: AgentProcess | undefined;
 try {
   const floorNamespaces = NAMESPACES.map((n) => `floor-${n}`);
