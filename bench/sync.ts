@@ -421,15 +421,37 @@ async function stopAgent(agent: AgentProcess): Promise<void> {
   }
 }
 
-async function procStatus(pid: number): Promise<{ rssMiB: number; hwmMiB: number } | undefined> {
+async function procStatus(
+  pid: number,
+): Promise<{ rssMiB: number; hwmMiB: number; rssFileMiB: number } | undefined> {
   try {
     const text = await readFile(`/proc/${pid}/status`, 'utf8');
     const kib = (field: string) =>
       Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN);
-    return { rssMiB: kib('VmRSS') / 1024, hwmMiB: kib('VmHWM') / 1024 };
+    // RssFile: the binary's and libraries' pages; a memory limit reached evicts these first.
+    return { rssMiB: kib('VmRSS') / 1024, hwmMiB: kib('VmHWM') / 1024, rssFileMiB: kib('RssFile') / 1024 };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Page faults that read from disk so far (proc(5) field 10, majflt): a process at its memory
+ * limit re-reads its own evicted code pages and stalls, without being killed.
+ */
+async function majorFaults(pid: number): Promise<number | undefined> {
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+    return Number(fields[9]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** How often the memory cgroup's limit was hit so far (cgroup v1 memory.failcnt). */
+async function limitHits(cgroup: string | undefined): Promise<number | undefined> {
+  if (!cgroup) return undefined;
+  return Number(await readFile(join(cgroup, 'memory.failcnt'), 'utf8').catch(() => Number.NaN));
 }
 
 /** User + system CPU seconds a process has used so far (from /proc; Linux clock ticks of 1/100 s). */
@@ -557,12 +579,14 @@ try {
     };
     // A long cold sync says how far it is each minute (and, if the agent is killed, how far it got).
     const progress = setInterval(() => {
-      void Promise.all([procStatus(pid), cpuSeconds(pid)]).then(([status, cpu]) => {
-        log(
-          `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${cpu} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; longest event-loop stall ${minuteStallS.toFixed(1)} s this minute (${longestStallS.toFixed(1)} s in all), major GC ${majorGcS.toFixed(0)} s; load ${loadAverage()[0]?.toFixed(1)}`,
-        );
-        minuteStallS = 0;
-      });
+      void Promise.all([procStatus(pid), cpuSeconds(pid), majorFaults(pid), limitHits(memoryCgroup)]).then(
+        ([status, cpu, faults, hits]) => {
+          log(
+            `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${cpu} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}, files ${status?.rssFileMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; longest event-loop stall ${minuteStallS.toFixed(1)} s this minute (${longestStallS.toFixed(1)} s in all), major GC ${majorGcS.toFixed(0)} s; major page faults ${faults}, memory limit hit ${hits ?? '-'} times; load ${loadAverage()[0]?.toFixed(1)}`,
+          );
+          minuteStallS = 0;
+        },
+      );
     }, 60_000);
     progress.unref();
     // Cold sync: every object applied (the agent's apply counter), then every revision DEPLOYED.
