@@ -436,7 +436,7 @@ async function procStatus(
 }
 
 /**
- * Page faults that read from disk so far (proc(5) field 10, majflt): a process at its memory
+ * Page faults that read from disk so far (proc(5) field 12, majflt): a process at its memory
  * limit re-reads its own evicted code pages and stalls, without being killed.
  */
 async function majorFaults(pid: number): Promise<number | undefined> {
