@@ -436,33 +436,28 @@ async function procStatus(
 }
 
 /**
- * Page faults that read from disk so far (proc(5) field 12, majflt): a process at its memory
- * limit re-reads its own evicted code pages and stalls, without being killed.
+ * A process's counters from /proc/PID/stat: user + system CPU seconds (Linux clock ticks of
+ * 1/100 s), and page faults that read from disk (majflt: a process at its memory limit re-reads
+ * its own evicted code pages and stalls, without being killed).
  */
-async function majorFaults(pid: number): Promise<number | undefined> {
+async function procStat(pid: number): Promise<{ cpuS: number; majorFaults: number } | undefined> {
   try {
     const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
-    return Number(fields[9]);
+    // After the command: state is field 3, majflt 12, utime 14 and stime 15 (1-based, as proc(5) counts).
+    return { cpuS: (Number(fields[11]) + Number(fields[12])) / 100, majorFaults: Number(fields[9]) };
   } catch {
     return undefined;
   }
+}
+
+async function cpuSeconds(pid: number): Promise<number | undefined> {
+  return (await procStat(pid))?.cpuS;
 }
 
 /** How often the memory cgroup's limit was hit so far (cgroup v1 memory.failcnt). */
 async function limitHits(cgroup: string | undefined): Promise<number | undefined> {
   if (!cgroup) return undefined;
   return Number(await readFile(join(cgroup, 'memory.failcnt'), 'utf8').catch(() => Number.NaN));
-}
-
-/** User + system CPU seconds a process has used so far (from /proc; Linux clock ticks of 1/100 s). */
-async function cpuSeconds(pid: number): Promise<number | undefined> {
-  try {
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
-    // After the command: state is field 3, utime 14 and stime 15 (1-based, as proc(5) counts).
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return undefined;
-  }
 }
 
 // --- The run ---------------------------------------------------------------------------------
@@ -579,10 +574,10 @@ try {
     };
     // A long cold sync says how far it is each minute (and, if the agent is killed, how far it got).
     const progress = setInterval(() => {
-      void Promise.all([procStatus(pid), cpuSeconds(pid), majorFaults(pid), limitHits(memoryCgroup)]).then(
-        ([status, cpu, faults, hits]) => {
+      void Promise.all([procStatus(pid), procStat(pid), limitHits(memoryCgroup)]).then(
+        ([status, stat, hits]) => {
           log(
-            `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${cpu} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}, files ${status?.rssFileMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; longest event-loop stall ${minuteStallS.toFixed(1)} s this minute (${longestStallS.toFixed(1)} s in all), major GC ${majorGcS.toFixed(0)} s; major page faults ${faults}, memory limit hit ${hits ?? '-'} times; load ${loadAverage()[0]?.toFixed(1)}`,
+            `progress: ${Math.round(seconds(performance.now() - started))} s, ${appliedSoFar} of ${expectedApplies} objects applied, ${deployedCount()} of ${N} DEPLOYED; agent CPU ${stat?.cpuS} s; RSS ${status?.rssMiB.toFixed(0)} MiB (peak ${status?.hwmMiB.toFixed(0)}, files ${status?.rssFileMiB.toFixed(0)}), heap used peak ${peakHeapMiB.toFixed(0)} MiB; longest event-loop stall ${minuteStallS.toFixed(1)} s this minute (${longestStallS.toFixed(1)} s in all), major GC ${majorGcS.toFixed(0)} s; major page faults ${stat?.majorFaults}, memory limit hit ${hits ?? '-'} times; load ${loadAverage()[0]?.toFixed(1)}`,
           );
           minuteStallS = 0;
         },
