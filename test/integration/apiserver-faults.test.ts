@@ -8,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../src/manager/agent.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
+import { OBSERVED_KINDS, watchedKinds } from '../../src/reconcile/watchedKinds.ts';
+import { RenderConfig } from '../../src/render/index.ts';
 import { type LocalCluster, startLocalCluster } from '../cluster/localCluster.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
@@ -121,19 +123,12 @@ describe('the API server stopped mid-sync', () => {
   }, 240_000);
 });
 
-/** Kinds the agent watches in this test (no ingress class: no Ingress), and the pods of its workloads. */
-const WATCHED: readonly string[] = [
-  'Pod',
-  'Deployment',
-  'StatefulSet',
-  'Service',
-  'Secret',
-  'PersistentVolumeClaim',
-  'ConfigMap',
-  'PodTemplate',
-  'HorizontalPodAutoscaler',
-  'PodDisruptionBudget',
-];
+/**
+ * Kinds the agent watches in this test (the default render configuration: no ingress class, so no
+ * Ingress), and the pods of its workloads. Taken from the agent's own list, so that a kind it
+ * starts to watch is counted here too.
+ */
+const WATCHED: readonly string[] = [...OBSERVED_KINDS, ...watchedKinds(RenderConfig.parse({}))];
 
 /** LIST requests the agent made of one kind so far. */
 function listsOf(kind: string): number {
