@@ -528,6 +528,7 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'HorizontalPodAutoscaler',
       'PodDisruptionBudget',
       'Ingress',
+      'NetworkPolicy',
       'Lease',
     ];
     const allowedWrites: string[] = [];
