@@ -346,12 +346,35 @@ function extraContainerResources(given: Container['resources'], config: RenderCo
   });
 }
 
+/** True when the deployment has queue workers: the main workload then runs no jobs itself. */
+function hasQueue(plan: RenderPlan): boolean {
+  return plan.workloads.some((workload) => workload.role === 'queue');
+}
+
+/**
+ * The LangGraph server's environment, then the deployment's secrets, then the data stores'. The
+ * revision id changes with every revision, as the pod template's revision annotation already
+ * does: a new revision rolls every application pod either way.
+ */
 function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: ObjectNames): Json[] {
-  const env: Json[] = [{ name: config.app.roleEnv, value: role }];
+  const { app } = config;
+  const env: Json[] = [{ name: app.roleEnv, value: role }];
+  const set = (name: string | null, value: string | undefined) => {
+    if (name !== null && value !== undefined) env.push({ name, value });
+  };
+  set(app.portEnv, String(app.containerPort));
+  set(app.deploymentIdEnv, plan.deploymentId);
+  set(app.revisionIdEnv, plan.revisionId);
+  set(app.deploymentTypeEnv, plan.deploymentType);
+  // With queue workers the API server takes no runs; the deployment's own value is theirs.
+  const jobsEnv = role === 'main' && hasQueue(plan) ? config.queue.jobsPerWorkerEnv : null;
+  set(jobsEnv, '0');
   for (const secret of plan.secrets) {
+    if (secret.name === jobsEnv) continue;
     env.push({ name: secret.name, valueFrom: { secretKeyRef: { name: names.secrets, key: secret.name } } });
   }
   for (const reference of plan.secretReferences) {
+    if (reference.name === jobsEnv) continue;
     env.push({
       name: reference.name,
       valueFrom: { secretKeyRef: { name: reference.secret_name, key: reference.secret_key } },
@@ -364,10 +387,8 @@ function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: Ob
       valueFrom: { secretKeyRef: { name: names.databaseCredentials, key: 'password' } },
     });
     // $(VAR) expansion keeps the password out of the pod spec.
-    env.push({
-      name: db.uriEnv,
-      value: `postgresql://${db.user}:$(${db.passwordEnv})@${names.database}.${plan.namespace}.svc:${db.port}/${db.database}`,
-    });
+    const uri = `postgresql://${db.user}:$(${db.passwordEnv})@${names.database}.${plan.namespace}.svc:${db.port}/${db.database}`;
+    for (const name of db.uriEnvs) env.push({ name, value: uri });
   }
   if (plan.kvstore) {
     const kv = config.kvstore;
@@ -391,13 +412,17 @@ function appPodTemplate(
   checksum: string,
 ): Json {
   const spec = plan.spec;
-  const isMain = workload.role === 'main';
+  // The main container serves the API; a queue worker serves only `/ok` and `/metrics` on the
+  // same port, which no Service selects. Orchestrators and executors keep the image's defaults.
+  const probes = workload.role === 'main' ? config.app : workload.role === 'queue' ? config.queue : undefined;
   const app = compact({
     name: config.app.containerName,
     image: plan.image,
+    command: workload.role === 'queue' && config.queue.command ? [...config.queue.command] : undefined,
     env: appEnv(plan, workload.role, config, names),
-    ports: isMain ? [{ name: 'http', containerPort: config.app.containerPort, protocol: 'TCP' }] : undefined,
-    readinessProbe: isMain && config.app.readinessProbe ? config.app.readinessProbe : undefined,
+    ports: probes ? [{ name: 'http', containerPort: config.app.containerPort, protocol: 'TCP' }] : undefined,
+    readinessProbe: probes?.readinessProbe ? structuredClone(probes.readinessProbe) : undefined,
+    livenessProbe: probes?.livenessProbe ? structuredClone(probes.livenessProbe) : undefined,
     resources: resources(workload.resources),
     volumeMounts: mounts(spec.volume_mounts),
     securityContext: containerHardening(config),

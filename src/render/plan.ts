@@ -217,15 +217,7 @@ export function planDeployment(
   }
 
   checkSecrets(secrets, secretReferences, config, problems);
-  const generatedEnv = [
-    config.app.roleEnv,
-    ...(database ? [config.database.passwordEnv, config.database.uriEnv] : []),
-    ...(kvstore ? [config.kvstore.uriEnv] : []),
-  ];
-  for (const name of generatedEnv) {
-    if (envNames.has(name))
-      problems.add('secrets', `${name} is set by the agent and cannot also be a secret or secret reference`);
-  }
+  checkReservedEnv(deployment, agentEnv(config, database !== undefined, kvstore !== undefined), problems);
   checkPodMetadata(spec, config, problems);
   checkVolumesAndContainers(spec, config, problems);
   const host = resolveHost(deployment.source_config.custom_url, config, problems);
@@ -412,6 +404,65 @@ function checkSecrets(
     if (!isSecretKey(reference.secret_key))
       problems.add(`secret_references[${i}].secret_key`, 'is not a valid Secret key');
   });
+}
+
+/** An environment variable the agent sets, with the setting that names it. */
+interface AgentEnv {
+  readonly name: string;
+  readonly setting: string;
+  /** The platform's own: reserved in every container of the deployment, as its control plane does. */
+  readonly platform: boolean;
+}
+
+/** The variables the agent sets in the application containers of this deployment. */
+function agentEnv(config: RenderConfig, database: boolean, kvstore: boolean): AgentEnv[] {
+  const { app } = config;
+  const list: [string | null, string, boolean][] = [
+    [app.roleEnv, 'render.app.roleEnv', false],
+    [app.portEnv, 'render.app.portEnv', false],
+    [app.deploymentIdEnv, 'render.app.deploymentIdEnv', true],
+    [app.revisionIdEnv, 'render.app.revisionIdEnv', true],
+    [app.deploymentTypeEnv, 'render.app.deploymentTypeEnv', true],
+  ];
+  if (database) {
+    list.push([config.database.passwordEnv, 'render.database.passwordEnv', false]);
+    for (const name of config.database.uriEnvs) list.push([name, 'render.database.uriEnvs', false]);
+  }
+  if (kvstore) {
+    list.push([config.kvstore.passwordEnv, 'render.kvstore.passwordEnv', false]);
+    list.push([config.kvstore.uriEnv, 'render.kvstore.uriEnv', false]);
+  }
+  return list.flatMap(([name, setting, platform]) => (name === null ? [] : [{ name, setting, platform }]));
+}
+
+/**
+ * A deployment cannot set what the agent sets: its secrets and secret references reach the
+ * application containers, where a second value would override the agent's (or make the apply
+ * fail on a duplicate). The platform's names are refused in its own containers' `env` too. An
+ * `envFrom`'s keys are a Secret's or ConfigMap's, unknown until the pod starts; application
+ * containers take none from a deployment, so those keys never reach the agent's variables.
+ */
+function checkReservedEnv(deployment: Deployment, reserved: readonly AgentEnv[], problems: Problems): void {
+  const byName = new Map(reserved.map((env) => [env.name, env]));
+  const refuse = (path: string, name: string, where: string) => {
+    const env = byName.get(name);
+    if (env) problems.add(path, `${name} is set by the agent (${env.setting}) and cannot be ${where}`);
+  };
+  deployment.secrets.forEach((secret, i) => {
+    refuse(`secrets[${i}].name`, secret.name, 'a secret');
+  });
+  deployment.secret_references?.forEach((reference, i) => {
+    refuse(`secret_references[${i}].name`, reference.name, 'a secret reference');
+  });
+  const spec = deployment.source_config.resource_spec ?? {};
+  for (const group of ['init_containers', 'sidecars'] as const) {
+    spec[group]?.forEach((container, i) => {
+      container.env?.forEach((variable, j) => {
+        if (byName.get(variable.name)?.platform)
+          refuse(`${SPEC}.${group}[${i}].env[${j}].name`, variable.name, "a container's variable");
+      });
+    });
+  }
 }
 
 function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Problems): void {

@@ -10,6 +10,21 @@ const Resources = z.strictObject({
 
 const FreeForm = z.record(z.string(), z.unknown());
 
+/** An environment variable name the agent sets, or null for none. */
+const EnvName = z.string().min(1).nullable();
+
+// LangGraph servers (the API and the queue entrypoint alike) answer `GET /ok` on `$PORT`.
+const OK_READINESS = { httpGet: { path: '/ok', port: 'http' }, periodSeconds: 10, timeoutSeconds: 5 };
+// A first start runs the server's database migrations: 30 s before the first try, then six
+// misses 15 s apart, so a pod is restarted only after some two minutes without an answer.
+const OK_LIVENESS = {
+  httpGet: { path: '/ok', port: 'http' },
+  initialDelaySeconds: 30,
+  periodSeconds: 15,
+  timeoutSeconds: 5,
+  failureThreshold: 6,
+};
+
 export const RenderConfig = z.strictObject({
   app: z
     .strictObject({
@@ -34,9 +49,28 @@ export const RenderConfig = z.strictObject({
         .describe(
           'Environment variable that tells the one image which role it runs as: main, queue, orchestrator or executor.',
         ),
+      portEnv: EnvName.default('PORT').describe(
+        'Environment variable that carries `containerPort` to every application container: LangGraph servers and their queue workers listen on `$PORT`. A secret or secret reference of that name is refused. Null: not set.',
+      ),
       readinessProbe: FreeForm.nullable()
-        .default({ tcpSocket: { port: 'http' }, periodSeconds: 10 })
-        .describe('Readiness probe of the main container (a Kubernetes `Probe`); null for none.'),
+        .default(OK_READINESS)
+        .describe(
+          'Readiness probe of the main container (a Kubernetes `Probe`): the LangGraph server answers `GET /ok`. Null for none.',
+        ),
+      livenessProbe: FreeForm.nullable()
+        .default(OK_LIVENESS)
+        .describe(
+          'Liveness probe of the main container, lenient enough for a first start that runs database migrations. Null for none.',
+        ),
+      deploymentIdEnv: EnvName.default('LANGSMITH_HOST_PROJECT_ID').describe(
+        "Environment variable of every application container with the deployment's id. A deployment that sets it (a secret, a secret reference, a sidecar's or init container's variable) is refused, as the platform reserves it. Null: not set.",
+      ),
+      revisionIdEnv: EnvName.default('LANGSMITH_HOST_REVISION_ID').describe(
+        'Environment variable of every application container with the id of the revision it runs; reserved likewise. Null: not set.',
+      ),
+      deploymentTypeEnv: EnvName.default('LSD_DEPLOYMENT_TYPE').describe(
+        'Environment variable of every application container with the `deployment_type` as rendered: `dev_free`, `dev` or `prod` (`dev_zero` runs as `dev`), the values the LangGraph server reads; reserved likewise. Null: not set.',
+      ),
       terminationGracePeriodSeconds: z
         .number()
         .int()
@@ -45,7 +79,33 @@ export const RenderConfig = z.strictObject({
         .describe('Of every application pod.'),
     })
     .prefault({})
-    .describe('The application containers.'),
+    .describe(
+      "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused.",
+    ),
+  queue: z
+    .strictObject({
+      command: z
+        .array(z.string().min(1))
+        .min(1)
+        .nullable()
+        .default(['/storage/queue_entrypoint.sh'])
+        .describe(
+          "Command of the queue workers: the LangGraph server image's queue entrypoint (images older than the script: `[python, -m, langgraph_api.queue_entrypoint]`). Null: the image's own entrypoint.",
+        ),
+      readinessProbe: FreeForm.nullable()
+        .default(OK_READINESS)
+        .describe(
+          'Readiness probe of the queue workers: the queue entrypoint serves `GET /ok` on `$PORT` (no Service sends them traffic). Null for none.',
+        ),
+      livenessProbe: FreeForm.nullable()
+        .default(OK_LIVENESS)
+        .describe('Liveness probe of the queue workers. Null for none.'),
+      jobsPerWorkerEnv: EnvName.default('N_JOBS_PER_WORKER').describe(
+        "Set to `0` on the main workload when there are queue workers, so that the API server leaves runs to them. A deployment's own value of it reaches the queue workers only. Null: not set.",
+      ),
+    })
+    .prefault({})
+    .describe('The queue workers, rendered for `queue_*` fields.'),
   defaults: z
     .strictObject({
       dev_free: Resources.default({ cpu: 0.1, memoryMb: 256 }).describe('For `deployment_type` `dev_free`.'),
@@ -108,10 +168,14 @@ export const RenderConfig = z.strictObject({
       port: z.number().int().default(5432).describe('Its port.'),
       user: z.string().default('app').describe('Database user.'),
       database: z.string().default('app').describe('Database name.'),
-      uriEnv: z
-        .string()
-        .default('DATABASE_URI')
-        .describe('Environment variable of the application with the connection string.'),
+      uriEnvs: z
+        .array(z.string().min(1))
+        .min(1)
+        .refine((names) => new Set(names).size === names.length, 'the names must differ')
+        .default(['DATABASE_URI', 'POSTGRES_URI'])
+        .describe(
+          'Environment variables of the application with the connection string, each the same: LangGraph servers read either name.',
+        ),
       passwordEnv: z
         .string()
         .default('DATABASE_PASSWORD')

@@ -4,11 +4,9 @@ import type { Container, Deployment, ResourceSpec } from '../../src/controlplane
 import { listener, minimalDeployment } from './renderFixtures.ts';
 
 const dnsLabel = fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/);
-const envName = fc
-  .stringMatching(/^[A-Z][A-Z0-9_]{0,8}$/)
-  .filter(
-    (n) => !['WORKLOAD_ROLE', 'DATABASE_URI', 'DATABASE_PASSWORD', 'REDIS_URI', 'POSTGRES_URI'].includes(n),
-  );
+/** Names the agent sets, or that bring a data store of one's own: never a valid deployment's secret. */
+const AGENT_ENV = ['WORKLOAD_ROLE', 'PORT', 'DATABASE_URI', 'DATABASE_PASSWORD', 'REDIS_URI', 'POSTGRES_URI'];
+const envName = fc.stringMatching(/^[A-Z][A-Z0-9_]{0,8}$/).filter((n) => !AGENT_ENV.includes(n));
 const cores = fc.integer({ min: 1, max: 4000 }).map((m) => m / 1000);
 const megabytes = fc.integer({ min: 16, max: 8192 });
 
@@ -174,6 +172,20 @@ export const breakage: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
     path: 'secrets[0].name',
     apply: (d) => {
       d.secrets = [{ name: '9-lives', value: 'x' }];
+    },
+  },
+  {
+    path: 'secrets[0].name',
+    apply: (d) => {
+      d.secrets = [{ name: 'LANGSMITH_HOST_PROJECT_ID', value: 'x' }];
+    },
+  },
+  {
+    path: 'source_config.resource_spec.sidecars[0].env[0].name',
+    apply: (d) => {
+      spec(d).sidecars = [
+        { name: 'spoof', image: 'x', env: [{ name: 'LSD_DEPLOYMENT_TYPE', value: 'prod' }] },
+      ];
     },
   },
   {

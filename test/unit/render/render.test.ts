@@ -16,6 +16,7 @@ import {
   type RenderInput,
   renderDeployment,
 } from '../../../src/render/index.ts';
+import type { AppRole } from '../../../src/render/plan.ts';
 import type { RenderConfig } from '../../../src/render/renderConfig.ts';
 import {
   config,
@@ -178,9 +179,284 @@ describe('workload groups', () => {
       const container = appContainer(find(objects, kind, suffix));
       expect(container.image).toBe('nginx:1.27');
       expect(container.env[0]).toEqual({ name: 'WORKLOAD_ROLE', value: role });
-      expect(container.ports).toBeUndefined();
+      // Only a queue worker listens (for its probes); orchestrators and executors keep the image's ways.
+      expect(container.ports === undefined).toBe(role !== 'queue');
     }
     expect(appContainer(find(objects, 'PodTemplate')).resources.requests.memory).toBe('256Mi');
+  });
+});
+
+describe('the LangGraph server contract', () => {
+  const groups = { queue_cpu: 0.5, orchestrator_min_scale: 1, executor_memory_mb: 256 };
+  const revision: Revision = {
+    id: '9a1b2c3d-4e5f-4a6b-8c7d-000000000777',
+    created_at: '2026-11-01T00:00:00Z',
+    updated_at: '2026-11-01T00:00:00Z',
+    status: 'AWAITING_DEPLOY',
+    source: 'external_container',
+    source_revision_config: { image_uri: 'nginx:1.27' },
+  };
+  const envOf = (container: Json): Record<string, Json> =>
+    Object.fromEntries((container.env ?? []).map((e: Json) => [e.name, e]));
+  const applicationContainers = (objects: KubeObject[]): Record<AppRole, Json> => ({
+    main: appContainer(find(objects, 'Deployment', 'hello')),
+    queue: appContainer(find(objects, 'Deployment', '-queue')),
+    orchestrator: appContainer(find(objects, 'Deployment', '-orchestrator')),
+    executor: appContainer(find(objects, 'PodTemplate', '-executor')),
+  });
+
+  it('probes the main container with GET /ok on its http port, and gives a first start two minutes', () => {
+    const container = appContainer(find(render(withSpec({})), 'Deployment'));
+    expect(container.ports).toEqual([{ name: 'http', containerPort: 8000, protocol: 'TCP' }]);
+    expect(envOf(container).PORT).toEqual({ name: 'PORT', value: '8000' });
+    expect(container.readinessProbe).toEqual({
+      httpGet: { path: '/ok', port: 'http' },
+      periodSeconds: 10,
+      timeoutSeconds: 5,
+    });
+    expect(container.livenessProbe).toEqual({
+      httpGet: { path: '/ok', port: 'http' },
+      initialDelaySeconds: 30,
+      periodSeconds: 15,
+      timeoutSeconds: 5,
+      failureThreshold: 6,
+    });
+    const { initialDelaySeconds, periodSeconds, failureThreshold } = container.livenessProbe;
+    expect(initialDelaySeconds + periodSeconds * failureThreshold).toBeGreaterThanOrEqual(120);
+  });
+
+  it('turns each probe off with null, and follows the configured port', () => {
+    const cfg = config({
+      app: { containerPort: 9000, readinessProbe: null, livenessProbe: null },
+      queue: { readinessProbe: null },
+    });
+    const objects = render(withSpec({ queue_cpu: 0.5 }), cfg);
+    const main = appContainer(find(objects, 'Deployment', 'hello'));
+    expect(main.readinessProbe).toBeUndefined();
+    expect(main.livenessProbe).toBeUndefined();
+    expect(envOf(main).PORT?.value).toBe('9000');
+    const queue = appContainer(find(objects, 'Deployment', '-queue'));
+    expect(queue.readinessProbe).toBeUndefined();
+    expect(queue.livenessProbe?.httpGet).toEqual({ path: '/ok', port: 'http' });
+    expect(queue.ports).toEqual([{ name: 'http', containerPort: 9000, protocol: 'TCP' }]);
+  });
+
+  it('with queue workers: N_JOBS_PER_WORKER=0 on the main workload only, the queue entrypoint on the workers', () => {
+    const objects = render(withSpec(groups));
+    const byRole = applicationContainers(objects);
+    expect(envOf(byRole.main).N_JOBS_PER_WORKER).toEqual({ name: 'N_JOBS_PER_WORKER', value: '0' });
+    for (const role of ['queue', 'orchestrator', 'executor'] as const)
+      expect(envOf(byRole[role]).N_JOBS_PER_WORKER, role).toBeUndefined();
+    expect(byRole.queue.command).toEqual(['/storage/queue_entrypoint.sh']);
+    for (const role of ['main', 'orchestrator', 'executor'] as const)
+      expect(byRole[role].command, role).toBeUndefined();
+    // The workers answer /ok for their probes, but no Service sends them traffic.
+    expect(byRole.queue.readinessProbe.httpGet).toEqual({ path: '/ok', port: 'http' });
+    expect(byRole.queue.livenessProbe.httpGet).toEqual({ path: '/ok', port: 'http' });
+    for (const role of ['orchestrator', 'executor'] as const) {
+      expect(byRole[role].readinessProbe, role).toBeUndefined();
+      expect(byRole[role].livenessProbe, role).toBeUndefined();
+    }
+    const services = objects.filter((o) => o.kind === 'Service') as Json[];
+    expect(services.map((o) => o.spec.selector[LABEL_COMPONENT])).toEqual(['main']);
+  });
+
+  it('sets no N_JOBS_PER_WORKER without queue workers, and takes the configured queue command', () => {
+    expect(envOf(appContainer(find(render(withSpec({})), 'Deployment'))).N_JOBS_PER_WORKER).toBeUndefined();
+    const legacy = config({ queue: { command: ['python', '-m', 'langgraph_api.queue_entrypoint'] } });
+    expect(appContainer(find(render(withSpec(groups), legacy), 'Deployment', '-queue')).command).toEqual([
+      'python',
+      '-m',
+      'langgraph_api.queue_entrypoint',
+    ]);
+    const own = config({ queue: { command: null } });
+    expect(appContainer(find(render(withSpec(groups), own), 'Deployment', '-queue')).command).toBeUndefined();
+  });
+
+  it("gives a deployment's own N_JOBS_PER_WORKER to the queue workers, and 0 to the main workload", () => {
+    const own = (extra: Partial<RenderInput['deployment']>, spec: ResourceSpec = groups) => {
+      const objects = render(withSpec(spec, extra));
+      const jobs = (workload: Json | undefined) =>
+        workload && (appContainer(workload).env as Json[]).filter((e) => e.name === 'N_JOBS_PER_WORKER');
+      return {
+        main: jobs(find(objects, 'Deployment', 'hello')),
+        queue: jobs(find(objects, 'Deployment', '-queue')),
+      };
+    };
+    const fromSecret = { secrets: [{ name: 'N_JOBS_PER_WORKER', value: '4' }] };
+    expect(own(fromSecret)).toEqual({
+      main: [{ name: 'N_JOBS_PER_WORKER', value: '0' }],
+      queue: [
+        {
+          name: 'N_JOBS_PER_WORKER',
+          valueFrom: { secretKeyRef: { name: 'hello-secrets', key: 'N_JOBS_PER_WORKER' } },
+        },
+      ],
+    });
+    const fromReference = {
+      secret_references: [{ name: 'N_JOBS_PER_WORKER', secret_name: 'tuning', secret_key: 'jobs' }],
+    };
+    expect(own(fromReference).main).toEqual([{ name: 'N_JOBS_PER_WORKER', value: '0' }]);
+    // Without queue workers the main workload runs the jobs, as many as the deployment says.
+    expect(own(fromSecret, {}).main).toEqual([
+      {
+        name: 'N_JOBS_PER_WORKER',
+        valueFrom: { secretKeyRef: { name: 'hello-secrets', key: 'N_JOBS_PER_WORKER' } },
+      },
+    ]);
+  });
+
+  it.each([
+    ['dev_free', 'dev_free'],
+    ['dev', 'dev'],
+    ['prod', 'prod'],
+    ['dev_zero', 'dev'],
+  ] as const)(
+    'gives every application container, not sidecars or init containers, the ids and deployment_type %s as %s',
+    (asked, rendered) => {
+      const spec = {
+        ...groups,
+        sidecars: [{ name: 'side', image: 'busybox:1.36' }],
+        init_containers: [{ name: 'init', image: 'busybox:1.36' }],
+      };
+      const input = withSpec(spec, {
+        source_config: { ...minimalDeployment.source_config, deployment_type: asked, resource_spec: spec },
+      });
+      const objects = render({ ...input, revision });
+      for (const [role, container] of Object.entries(applicationContainers(objects))) {
+        const env = envOf(container);
+        expect(env.LANGSMITH_HOST_PROJECT_ID?.value, role).toBe(minimalDeployment.id);
+        expect(env.LANGSMITH_HOST_REVISION_ID?.value, role).toBe(revision.id);
+        expect(env.LSD_DEPLOYMENT_TYPE?.value, role).toBe(rendered);
+      }
+      const pod = podSpec(find(objects, 'Deployment', 'hello'));
+      for (const container of [pod.containers[1], pod.initContainers[0]])
+        expect(container.env, container.name).toBeUndefined();
+    },
+  );
+
+  it('changes the revision id with the revision, and leaves it out when there is none', () => {
+    const revisionEnv = (objects: KubeObject[]) =>
+      envOf(appContainer(find(objects, 'Deployment'))).LANGSMITH_HOST_REVISION_ID;
+    const next = { ...revision, id: '9a1b2c3d-4e5f-4a6b-8c7d-000000000778' };
+    expect(revisionEnv(render({ ...withSpec({}), revision: next }))?.value).toBe(next.id);
+    expect(revisionEnv(render(withSpec({})))).toBeUndefined();
+  });
+
+  it('names nothing whose setting is null', () => {
+    const cfg = config({
+      app: { portEnv: null, deploymentIdEnv: null, revisionIdEnv: null, deploymentTypeEnv: null },
+      queue: { jobsPerWorkerEnv: null },
+    });
+    const env = envOf(appContainer(find(render({ ...withSpec(groups), revision }, cfg), 'Deployment')));
+    expect(Object.keys(env)).toEqual(['WORKLOAD_ROLE']);
+  });
+});
+
+describe('names the agent sets are refused where a deployment sets them', () => {
+  it.each([
+    [
+      'a secret',
+      {
+        secrets: [
+          { name: 'OK', value: 'v' },
+          { name: 'LANGSMITH_HOST_PROJECT_ID', value: 'spoofed' },
+        ],
+      },
+      {},
+      'secrets[1].name',
+      'LANGSMITH_HOST_PROJECT_ID is set by the agent (render.app.deploymentIdEnv) and cannot be a secret',
+    ],
+    [
+      'a secret reference',
+      { secret_references: [{ name: 'LSD_DEPLOYMENT_TYPE', secret_name: 'kind', secret_key: 'type' }] },
+      {},
+      'secret_references[0].name',
+      'LSD_DEPLOYMENT_TYPE is set by the agent (render.app.deploymentTypeEnv) and cannot be a secret reference',
+    ],
+    [
+      'a secret named PORT',
+      { secrets: [{ name: 'PORT', value: '80' }] },
+      {},
+      'secrets[0].name',
+      'PORT is set by the agent (render.app.portEnv) and cannot be a secret',
+    ],
+    [
+      'a sidecar variable',
+      {},
+      { sidecars: [{ name: 'side', image: 'x', env: [{ name: 'LANGSMITH_HOST_REVISION_ID', value: 'r' }] }] },
+      'source_config.resource_spec.sidecars[0].env[0].name',
+      "LANGSMITH_HOST_REVISION_ID is set by the agent (render.app.revisionIdEnv) and cannot be a container's variable",
+    ],
+    [
+      'an init container variable',
+      {},
+      {
+        init_containers: [
+          {
+            name: 'init',
+            image: 'x',
+            env: [
+              { name: 'A', value: '1' },
+              { name: 'LSD_DEPLOYMENT_TYPE', value: 'prod' },
+            ],
+          },
+        ],
+      },
+      'source_config.resource_spec.init_containers[0].env[1].name',
+      "LSD_DEPLOYMENT_TYPE is set by the agent (render.app.deploymentTypeEnv) and cannot be a container's variable",
+    ],
+    [
+      'the generated database password',
+      { secrets: [{ name: 'DATABASE_PASSWORD', value: 'mine' }] },
+      { db_storage_gi: 1 },
+      'secrets[0].name',
+      'DATABASE_PASSWORD is set by the agent (render.database.passwordEnv) and cannot be a secret',
+    ],
+    [
+      'the generated key-value store password',
+      { secrets: [{ name: 'REDIS_PASSWORD', value: 'mine' }] },
+      { kvstore_memory_mb: 64 },
+      'secrets[0].name',
+      'REDIS_PASSWORD is set by the agent (render.kvstore.passwordEnv) and cannot be a secret',
+    ],
+  ] as const)('%s', (_where, extra, spec, path, message) => {
+    const input = withSpec(
+      spec as ResourceSpec,
+      structuredClone(extra) as Partial<RenderInput['deployment']>,
+    );
+    expect(problems(input)).toEqual({ [path]: message });
+    const result = renderDeployment(input, config());
+    expect(result.ok ? '' : result.error.message).toBe(
+      `deployment ${minimalDeployment.id} cannot be rendered: ${path}: ${message}`,
+    );
+    expect(result.ok ? '' : result.error.message).not.toContain('spoofed');
+  });
+
+  it('leaves a sidecar its own PORT and database variables, which the agent sets only in application containers', () => {
+    const sidecar = {
+      name: 'proxy',
+      image: 'x',
+      env: [
+        { name: 'PORT', value: '9090' },
+        { name: 'DATABASE_URI', value: 'u' },
+      ],
+    };
+    const objects = render(withSpec({ db_storage_gi: 1, sidecars: [sidecar] }));
+    expect(podSpec(find(objects, 'Deployment')).containers[1].env).toEqual(sidecar.env);
+  });
+
+  it('frees a name whose setting is null', () => {
+    const input = withSpec({}, { secrets: [{ name: 'LANGSMITH_HOST_PROJECT_ID', value: 'mine' }] });
+    const env = appContainer(
+      find(render(input, config({ app: { deploymentIdEnv: null } })), 'Deployment'),
+    ).env;
+    expect(env.filter((e: Json) => e.name === 'LANGSMITH_HOST_PROJECT_ID')).toEqual([
+      {
+        name: 'LANGSMITH_HOST_PROJECT_ID',
+        valueFrom: { secretKeyRef: { name: 'hello-secrets', key: 'LANGSMITH_HOST_PROJECT_ID' } },
+      },
+    ]);
   });
 });
 
@@ -209,9 +485,13 @@ describe('database and key-value store', () => {
     const env = appContainer(find(objects, 'Deployment', 'hello')).env as Json[];
     const names = env.map((e) => e.name);
     expect(names.indexOf('DATABASE_PASSWORD')).toBeLessThan(names.indexOf('DATABASE_URI'));
-    expect(env.find((e) => e.name === 'DATABASE_URI')?.value).toBe(
-      'postgresql://app:$(DATABASE_PASSWORD)@hello-db.apps.svc:5432/app',
-    );
+    // LangGraph servers read either name (LangChain's own charts set POSTGRES_URI): both, the same.
+    for (const name of ['DATABASE_URI', 'POSTGRES_URI']) {
+      expect(env.find((e) => e.name === name)?.value, name).toBe(
+        'postgresql://app:$(DATABASE_PASSWORD)@hello-db.apps.svc:5432/app',
+      );
+      expect(names.indexOf('DATABASE_PASSWORD'), name).toBeLessThan(names.indexOf(name));
+    }
     // The key-value store answers only with its generated password (finding 11).
     expect(names.indexOf('REDIS_PASSWORD')).toBeLessThan(names.indexOf('REDIS_URI'));
     expect(env.find((e) => e.name === 'REDIS_URI')?.value).toBe(
@@ -226,10 +506,12 @@ describe('database and key-value store', () => {
   it('uses configurable env var names and a Deployment for Redis when asked', () => {
     const objects = render(
       withSpec(spec),
-      config({ database: { uriEnv: 'PG_URL' }, kvstore: { uriEnv: 'CACHE_URL', kind: 'Deployment' } }),
+      config({ database: { uriEnvs: ['PG_URL'] }, kvstore: { uriEnv: 'CACHE_URL', kind: 'Deployment' } }),
     );
     const names = (appContainer(find(objects, 'Deployment', 'hello')).env as Json[]).map((e) => e.name);
     expect(names).toContain('PG_URL');
+    expect(names).not.toContain('DATABASE_URI');
+    expect(names).not.toContain('POSTGRES_URI');
     expect(names).toContain('CACHE_URL');
     expect(find(objects, 'Deployment', '-kvstore')).toBeDefined();
     expect(find(objects, 'StatefulSet', '-kvstore')).toBeUndefined();
