@@ -151,7 +151,20 @@ export type AgentConfig = z.infer<typeof AgentConfig>;
 export interface UnknownKey {
   readonly path: string;
   readonly suggestion: string | undefined;
+  /** Set when the key was one of an earlier version: the key that took its place. */
+  readonly replacedBy?: string;
 }
+
+/**
+ * Keys an earlier version knew, and what took their place: refused like any unknown key, but
+ * with the replacement named for certain rather than guessed.
+ */
+export const REPLACED_KEYS: Readonly<Record<string, { readonly key: string; readonly note: string }>> = {
+  'render.database.uriEnv': {
+    key: 'render.database.uriEnvs',
+    note: 'a list of names, each given the connection string',
+  },
+};
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -275,7 +288,12 @@ function configError(
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         const keyPath = formatPath([...path, key]);
-        unknownKeys.push({ path: keyPath, suggestion: suggestKey(keyPath, VALID_KEY_PATHS) });
+        const replaced = REPLACED_KEYS[keyPath];
+        unknownKeys.push(
+          replaced
+            ? { path: keyPath, suggestion: replaced.key, replacedBy: replaced.key }
+            : { path: keyPath, suggestion: suggestKey(keyPath, VALID_KEY_PATHS) },
+        );
       }
     } else {
       // Messages name fields and rules, never values (the API key is one).
@@ -284,8 +302,10 @@ function configError(
     }
   }
   const detail = [
-    ...unknownKeys.map(
-      ({ path, suggestion }) => `unknown key ${path}${suggestion ? ` (did you mean ${suggestion}?)` : ''}`,
+    ...unknownKeys.map(({ path, suggestion, replacedBy }) =>
+      replacedBy
+        ? `unknown key ${path} (replaced by ${replacedBy}: ${REPLACED_KEYS[path]?.note})`
+        : `unknown key ${path}${suggestion ? ` (did you mean ${suggestion}?)` : ''}`,
     ),
     ...others,
   ].join('; ');

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
 import { stringify } from 'yaml';
 import { runRenderCommand } from '../../../src/cli/render.ts';
-import { AgentConfig, ConfigError, loadAgentConfig } from '../../../src/config/agentConfig.ts';
+import { AgentConfig, ConfigError, loadAgentConfig, REPLACED_KEYS } from '../../../src/config/agentConfig.ts';
 import { distance, schemaKeyPaths, schemaKeys, suggestKey } from '../../../src/config/keySuggestion.ts';
 
 const run = promisify(execFile);
@@ -97,6 +97,30 @@ describe('unknown configuration keys', () => {
     if (!suggestion) expect(error.message).not.toContain('did you mean');
   });
 
+  it('refuses a key an earlier version knew, naming the key that replaced it', async () => {
+    const error = await loadError(withKey(REQUIRED, 'render.database.uriEnv', 'PG_URL'));
+    expect(error.unknownKeys).toEqual([
+      {
+        path: 'render.database.uriEnv',
+        suggestion: 'render.database.uriEnvs',
+        replacedBy: 'render.database.uriEnvs',
+      },
+    ]);
+    expect(error.message).toContain(
+      'unknown key render.database.uriEnv (replaced by render.database.uriEnvs: a list of names, each given the connection string)',
+    );
+    expect(error.message).not.toContain('PG_URL');
+    // Every replacement named is a key of the schema.
+    for (const { key } of Object.values(REPLACED_KEYS)) expect(schemaKeyPaths(AgentConfig)).toContain(key);
+  });
+
+  it('refuses the same database variable named twice', async () => {
+    const error = await loadError(
+      withKey(REQUIRED, 'render.database.uriEnvs', ['DATABASE_URI', 'DATABASE_URI']),
+    );
+    expect(error.fields).toEqual(['render.database.uriEnvs']);
+  });
+
   it('reports every unknown key and every other problem in one error, with no value', async () => {
     const document = {
       listenerId: LISTENER,
@@ -150,7 +174,7 @@ describe('unknown configuration keys', () => {
     );
   });
 
-  it('leaves free-form maps open: readinessProbe, ingress annotations', async () => {
+  it('leaves free-form maps open: the probes, ingress annotations', async () => {
     const config = await loadAgentConfig({
       file: await configFile({
         ...REQUIRED,
