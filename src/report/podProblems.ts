@@ -29,24 +29,39 @@ export const PodStatusFields = z.looseObject({
 });
 export type PodStatusFields = z.infer<typeof PodStatusFields>;
 
+/** A problem of one pod: its reason, and the containers waiting with it (none for Unschedulable). */
+export interface PodProblemReason {
+  readonly reason: string;
+  readonly containers: readonly string[];
+}
+
 /**
- * The problem reasons of one pod: each waiting container's reason, and `Unschedulable` while the
- * scheduler finds no node for it. A pod whose status does not parse has no known problem.
+ * The problems of one pod: each waiting container's reason, with the containers it names, and
+ * `Unschedulable` while the scheduler finds no node for it. A pod whose status does not parse has
+ * no known problem.
  */
-export function podProblemReasons(pod: unknown): string[] {
+export function podProblemsOf(pod: unknown): PodProblemReason[] {
   const parsed = PodStatusFields.safeParse(pod);
   if (!parsed.success) return [];
   const status = parsed.data.status;
-  const reasons: string[] = [];
+  const problems = new Map<string, string[]>();
   const unschedulable = status?.conditions?.some(
     (c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable',
   );
-  if (unschedulable && (status?.phase ?? 'Pending') === 'Pending') reasons.push('Unschedulable');
+  if (unschedulable && (status?.phase ?? 'Pending') === 'Pending') problems.set('Unschedulable', []);
   for (const container of [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])]) {
     const reason = container.state?.waiting?.reason;
-    if (reason) reasons.push(reason);
+    if (!reason) continue;
+    const containers = problems.get(reason) ?? [];
+    if (container.name && !containers.includes(container.name)) containers.push(container.name);
+    problems.set(reason, containers);
   }
-  return [...new Set(reasons)];
+  return [...problems].map(([reason, containers]) => ({ reason, containers }));
+}
+
+/** The problem reasons of one pod (`podProblemsOf` without the containers). */
+export function podProblemReasons(pod: unknown): string[] {
+  return podProblemsOf(pod).map((problem) => problem.reason);
 }
 
 /**
@@ -99,11 +114,11 @@ export class PodProblemClock {
     const current = new Map<string, number>();
     const problems: PodProblem[] = [];
     for (const pod of pods) {
-      for (const reason of podProblemReasons(pod)) {
+      for (const { reason, containers } of podProblemsOf(pod)) {
         const key = `${pod.metadata.uid ?? pod.metadata.name}/${reason}`;
         const since = previous?.get(key) ?? now;
         current.set(key, since);
-        problems.push({ pod: pod.metadata.name, reason, since });
+        problems.push({ pod: pod.metadata.name, containers, reason, since });
       }
     }
     if (current.size > 0) this.#since.set(deploymentId, current);

@@ -268,6 +268,8 @@ export type DeploymentOutcome = 'AWAITING_DATABASE' | 'READY' | undefined;
 
 export interface PodProblem {
   readonly pod: string;
+  /** The containers waiting with the reason (none for a pod that cannot be scheduled). */
+  readonly containers?: readonly string[];
   readonly reason: string;
   /** When the pod was first seen with this problem (ms since epoch). */
   readonly since: number;
@@ -309,6 +311,11 @@ const BACKOFF_REASONS: Record<string, Reason> = {
   Unschedulable: Reason.PodUnschedulable,
 };
 
+function containersText(containers: readonly string[] | undefined): string {
+  if (!containers?.length) return '';
+  return containers.length === 1 ? ` (container ${containers[0]})` : ` (containers ${containers.join(', ')})`;
+}
+
 export function computeRollout(input: RolloutInput): RolloutStatus {
   const clock = { now: input.now, failureGraceMs: input.failureGraceMs };
   const results = input.objects.map(({ component, object }) => ({
@@ -336,7 +343,7 @@ export function computeRollout(input: RolloutInput): RolloutStatus {
       revisionStatus: 'DEPLOY_FAILED',
       deploymentStatus: dataStoresReady ? undefined : deploymentStatus,
       reason: BACKOFF_REASONS[stuck.reason] ?? Reason.PodCrashLoop,
-      message: `pod ${stuck.pod} is in ${stuck.reason} for more than ${Math.round(input.failureGraceMs / 1000)} s`,
+      message: `pod ${stuck.pod}${containersText(stuck.containers)} is in ${stuck.reason} for more than ${Math.round(input.failureGraceMs / 1000)} s`,
     };
   }
   const pending = results.find((r) => r.result.status !== 'Current');

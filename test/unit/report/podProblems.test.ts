@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { LiveKubeObject } from '../../../src/kube/index.ts';
-import { PodProblemClock, podProblemReasons, podSummary } from '../../../src/report/podProblems.ts';
+import {
+  PodProblemClock,
+  podProblemReasons,
+  podProblemsOf,
+  podSummary,
+} from '../../../src/report/podProblems.ts';
 
 const CASES: [string, string, string[]][] = [
   [
@@ -120,6 +125,28 @@ status:
       conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }],
       containerStatuses: [{ name: 'app', state: { waiting: { reason: 'ImagePullBackOff' } } }],
     });
+  });
+});
+
+describe('podProblemsOf', () => {
+  it('names the containers waiting with each reason, and none for a pod no node takes', () => {
+    expect(
+      podProblemsOf({
+        status: {
+          phase: 'Pending',
+          conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }],
+          initContainerStatuses: [{ name: 'migrate', state: { waiting: { reason: 'CrashLoopBackOff' } } }],
+          containerStatuses: [
+            { name: 'app', state: { waiting: { reason: 'CrashLoopBackOff' } } },
+            { name: 'proxy', state: { waiting: { reason: 'ImagePullBackOff' } } },
+          ],
+        },
+      }),
+    ).toEqual([
+      { reason: 'Unschedulable', containers: [] },
+      { reason: 'CrashLoopBackOff', containers: ['migrate', 'app'] },
+      { reason: 'ImagePullBackOff', containers: ['proxy'] },
+    ]);
   });
 });
 

@@ -609,6 +609,23 @@ status: { observedGeneration: 1, replicas: 1, readyReplicas: 0 }`);
     expect(stuck.message).toContain('web-1');
   });
 
+  it('names the containers that wait, so the owner knows which of the pod failed', () => {
+    const one = computeRollout({
+      ...base,
+      objects: [{ component: 'main', object: ready }],
+      podProblems: [{ pod: 'web-1', containers: ['app'], reason: 'CrashLoopBackOff', since: NOW - 61_000 }],
+    });
+    expect(one.message).toBe('pod web-1 (container app) is in CrashLoopBackOff for more than 60 s');
+    const two = computeRollout({
+      ...base,
+      objects: [{ component: 'main', object: ready }],
+      podProblems: [
+        { pod: 'web-1', containers: ['app', 'proxy'], reason: 'ImagePullBackOff', since: NOW - 61_000 },
+      ],
+    });
+    expect(two.message).toContain('(containers app, proxy) is in ImagePullBackOff');
+  });
+
   it('fails when an object failed', () => {
     const deadline = obj(`
 apiVersion: apps/v1
