@@ -190,7 +190,7 @@ export function planDeployment(
   const secretReferences = deployment.secret_references ?? [];
   const envNames = new Set([...secrets.map((s) => s.name), ...secretReferences.map((r) => r.name)]);
   let database: RenderPlan['database'];
-  if (groupSet(spec, GROUP_FIELDS.database)) {
+  if (config.database.provision === 'always' || groupSet(spec, GROUP_FIELDS.database)) {
     const own = config.database.bringYourOwnNames.find((name) => envNames.has(name));
     if (own) {
       notes.push(`no database provisioned: the deployment brings its own (${own})`);
@@ -207,7 +207,7 @@ export function planDeployment(
     }
   }
   let kvstore: RenderPlan['kvstore'];
-  if (groupSet(spec, GROUP_FIELDS.kvstore)) {
+  if (config.kvstore.provision === 'always' || groupSet(spec, GROUP_FIELDS.kvstore)) {
     const own = config.kvstore.bringYourOwnNames.find((name) => envNames.has(name));
     if (own) notes.push(`no key-value store provisioned: the deployment brings its own (${own})`);
     else

@@ -186,6 +186,12 @@ export const RenderConfig = z.strictObject({
         .describe(
           'A deployment whose secrets or secret references carry one of these names brings its own database: none is rendered.',
         ),
+      provision: z
+        .enum(['whenAsked', 'always'])
+        .default('whenAsked')
+        .describe(
+          "`whenAsked`: a database for a deployment that sets a `db_*` field. `always`: for every deployment that does not bring its own, with the defaults below — what a LangGraph server needs to start, and what clients that send an empty resource spec (the LangGraph CLI) expect of the listener's defaults.",
+        ),
       storageClassName: z
         .string()
         .optional()
@@ -219,6 +225,12 @@ export const RenderConfig = z.strictObject({
         .default(['REDIS_URI'])
         .describe(
           'A deployment whose secrets or secret references carry one of these names brings its own store.',
+        ),
+      provision: z
+        .enum(['whenAsked', 'always'])
+        .default('whenAsked')
+        .describe(
+          '`whenAsked`: a store for a deployment that sets a `kvstore_*` field. `always`: for every deployment that does not bring its own (LangGraph servers need one).',
         ),
       kind: z
         .enum(['StatefulSet', 'Deployment'])

@@ -536,6 +536,23 @@ describe('database and key-value store', () => {
       'no key-value store provisioned: the deployment brings its own (REDIS_URI)',
     ]);
   });
+
+  it('provisions both for an empty resource spec when configured to always, as LangGraph servers need', () => {
+    const always = config({ database: { provision: 'always' }, kvstore: { provision: 'always' } });
+    const objects = render(withSpec({}), always);
+    expect(find(objects, 'StatefulSet', '-db')?.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe(
+      '1Gi',
+    );
+    expect(find(objects, 'StatefulSet', '-kvstore')).toBeDefined();
+    // By default an empty resource spec asks for neither.
+    expect(find(render(withSpec({})), 'StatefulSet', '-db')).toBeUndefined();
+    // Always still means: unless the deployment brings its own.
+    const own = renderDeployment(
+      withSpec({}, { secrets: [{ name: 'POSTGRES_URI', value: 'postgresql://elsewhere' }] }),
+      always,
+    );
+    expect(own.ok && kinds(own.value.objects).some((k) => k.endsWith('-db'))).toBe(false);
+  });
 });
 
 describe('secrets and secret references', () => {
