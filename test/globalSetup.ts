@@ -7,6 +7,8 @@ declare module 'vitest' {
     kubeconfigPath: string;
     clusterBinDir: string;
     clusterKind: string;
+    /** JSON of the real node's registry and images, or of why there is none (`{ missing }`). */
+    realNode: string;
   }
 }
 
@@ -17,6 +19,7 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('kubeconfigPath', cluster.kubeconfigPath);
   project.provide('clusterBinDir', cluster.binDir ?? '');
   project.provide('clusterKind', cluster.kind);
+  project.provide('realNode', JSON.stringify(cluster.realNode));
   // For child processes (the agent under test, kubectl, helm).
   process.env.K8S_LISTENER_KUBECONFIG = cluster.kubeconfigPath;
 }

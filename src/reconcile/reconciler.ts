@@ -39,7 +39,7 @@ import { podReferences, type Reference } from '../render/references.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
-import { PodProblemClock } from '../report/podProblems.ts';
+import { PodProblemClock, podsOfRevision } from '../report/podProblems.ts';
 import {
   computeRollout,
   type PodProblem,
@@ -415,7 +415,7 @@ export class Reconciler {
   ): Promise<RolloutStatus> {
     const { deploymentId, revisionId, namespace, objects, live, notes, justApplied } = rollout;
     const status = withStatusNotes(
-      await this.#rollout(deploymentId, namespace, objects, live, signal),
+      await this.#rollout(deploymentId, revisionId, namespace, objects, live, signal),
       notes,
     );
     await this.#report.status(
@@ -905,6 +905,7 @@ export class Reconciler {
 
   async #rollout(
     deploymentId: string,
+    revisionId: string | undefined,
     namespace: string,
     objects: readonly KubeObject[],
     live: Map<string, LiveKubeObject>,
@@ -941,7 +942,7 @@ export class Reconciler {
       this.#podProblems.forget(deploymentId);
       return withoutPods;
     }
-    const pods = await this.#ownedBy('Pod', namespace, deploymentId, signal);
+    const pods = podsOfRevision(await this.#ownedBy('Pod', namespace, deploymentId, signal), revisionId);
     return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
   }
 

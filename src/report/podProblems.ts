@@ -2,6 +2,7 @@
 // a reason (back-offs, config errors) or the scheduler's PodScheduled=False condition.
 import { z } from 'zod';
 import { type LiveKubeObject, skeleton } from '../kube/index.ts';
+import { ANNOTATION_REVISION_ID } from '../objects/ownership.ts';
 import type { PodProblem } from './rolloutStatus.ts';
 
 const ContainerStatus = z.looseObject({
@@ -91,12 +92,36 @@ export function podSummary(pod: LiveKubeObject, keptLabels?: readonly string[]):
   if (initContainerStatuses) summary.initContainerStatuses = initContainerStatuses;
   const containerStatuses = waiting(status?.containerStatuses);
   if (containerStatuses) summary.containerStatuses = containerStatuses;
-  return { ...skeleton(pod, keptLabels), status: summary };
+  const kept = skeleton(pod, keptLabels);
+  // The revision an application pod runs: an older revision's pod in a back-off during a rollout
+  // is not the new revision's problem.
+  const revisionId = pod.metadata.annotations?.[ANNOTATION_REVISION_ID];
+  const metadata = revisionId
+    ? { ...kept.metadata, annotations: { [ANNOTATION_REVISION_ID]: revisionId } }
+    : kept.metadata;
+  return { ...kept, metadata, status: summary };
+}
+
+/**
+ * The pods whose problems can fail `revisionId`'s rollout: those of that revision, and those of
+ * no revision (the database's, the key-value store's). A pod of an older revision still in a
+ * back-off while the new one rolls out is the old revision's, and goes with its ReplicaSet.
+ */
+export function podsOfRevision<T extends PodRef>(pods: readonly T[], revisionId: string | undefined): T[] {
+  if (revisionId === undefined) return [...pods];
+  return pods.filter((pod) => {
+    const ran = pod.metadata.annotations?.[ANNOTATION_REVISION_ID];
+    return ran === undefined || ran === revisionId;
+  });
 }
 
 /** The identity of a pod as the tracker needs it. */
 export interface PodRef {
-  readonly metadata: { readonly name: string; readonly uid?: string | undefined };
+  readonly metadata: {
+    readonly name: string;
+    readonly uid?: string | undefined;
+    readonly annotations?: Readonly<Record<string, string>> | undefined;
+  };
 }
 
 /**

@@ -1,13 +1,15 @@
 // Starts a real, local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler) with kwok-managed fake Nodes and a tiny volume provisioner, all on 127.0.0.1.
+// kube-scheduler) with kwok-managed fake Nodes and a tiny volume provisioner, all on 127.0.0.1;
+// optionally a real node (realNode.ts) where pods run.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
-import { mkdir, mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Agent, fetch } from 'undici';
+import { type RealNode, startRealNode } from './realNode.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -33,6 +35,8 @@ export interface LocalClusterOptions {
    * sync benchmark at N = 3,000 raises it.
    */
   readonly controllerManagerQps?: number | undefined;
+  /** Also start a real node (test/cluster/realNode.ts) from the binaries of build-node.sh in this directory. */
+  readonly realNodeBinDir?: string | undefined;
 }
 
 export interface LocalCluster {
@@ -45,6 +49,8 @@ export interface LocalCluster {
   stopApiServer(): Promise<void>;
   /** Starts it again with the same flags and port; resolves once it is ready. */
   startApiServer(): Promise<void>;
+  /** The real node, when one was asked for. */
+  readonly realNode: RealNode | undefined;
   stop(): Promise<void>;
 }
 
@@ -309,6 +315,11 @@ async function provisionClaim(api: AdminApi, volumeDir: string, claim: unknown):
   const namespace = String(field(claim, 'metadata', 'namespace'));
   const name = String(field(claim, 'metadata', 'name'));
   const size = field(claim, 'spec', 'resources', 'requests', 'storage') ?? '1Gi';
+  // A real node mounts it into a container that runs as its image's own non-root uid (a real
+  // provisioner's volume would be given the pod's fsGroup; a hostPath directory is not).
+  const path = join(volumeDir, uid);
+  await mkdir(path, { recursive: true });
+  await chmod(path, 0o777);
   await api.ensure('/api/v1/persistentvolumes', {
     apiVersion: 'v1',
     kind: 'PersistentVolume',
@@ -318,7 +329,7 @@ async function provisionClaim(api: AdminApi, volumeDir: string, claim: unknown):
       accessModes: field(claim, 'spec', 'accessModes') ?? ['ReadWriteOnce'],
       persistentVolumeReclaimPolicy: 'Delete',
       storageClassName: STORAGE_CLASS,
-      hostPath: { path: join(volumeDir, uid), type: 'DirectoryOrCreate' },
+      hostPath: { path, type: 'DirectoryOrCreate' },
       claimRef: { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace, name, uid },
     },
   });
@@ -335,6 +346,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const reapers: ChildProcess[] = [];
   const provisioner = new AbortController();
   let api: AdminApi | undefined;
+  let realNode: RealNode | undefined;
   let stopped = false;
 
   const killAll = (signal: NodeJS.Signals) => {
@@ -390,17 +402,19 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       await exited;
       clearTimeout(timer);
     }
+    // Its daemons are stopped: what they left (pods, chains, the bridge) goes now.
+    await realNode?.stop();
     process.off('exit', onExit);
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     if (!options.runDir) rmSync(runDir, { recursive: true, force: true });
   };
 
-  const launch = async (name: string, args: readonly string[]) => {
+  const launch = async (name: string, args: readonly string[], command = join(options.binDir, name)) => {
     const logPath = join(runDir, 'logs', `${name}.log`);
     const logFile = await open(logPath, 'a');
     // Own process group, so that stop() reaches any children it forks.
-    const child = spawn(join(options.binDir, name), args, {
+    const child = spawn(command, args, {
       stdio: ['ignore', logFile.fd, logFile.fd],
       detached: true,
     });
@@ -462,6 +476,13 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       '--authorization-mode=RBAC',
+      // Namespaces annotated for it put their pods on the real node (and its taint's toleration).
+      '--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction',
+      // What it presents to a kubelet (logs, exec) when a real node runs.
+      `--kubelet-client-certificate=${join(pki, 'admin.crt')}`,
+      `--kubelet-client-key=${join(pki, 'admin.key')}`,
+      // The node's name resolves nowhere: reach its kubelet by its address.
+      '--kubelet-preferred-address-types=InternalIP',
       // Room for the Services of bench/sync.ts (three copies of a fleet of up to 3,000 deployments).
       '--service-cluster-ip-range=10.0.0.0/16',
       // The master Endpoints may not hold a loopback address; nothing in-cluster dials it here.
@@ -563,6 +584,20 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       },
       failIfExited,
     );
+    if (options.realNodeBinDir) {
+      realNode = await startRealNode({
+        nodeBinDir: options.realNodeBinDir,
+        runDir: join(runDir, 'node'),
+        pkiDir: pki,
+        kubeconfigPath,
+        apiserverPort,
+        api: admin,
+        launch: (name, command, args) => launch(name, args, command),
+        freePort,
+        waitFor: (what, check) => waitFor(what, timeoutMs, check, failIfExited),
+        log,
+      });
+    }
     log(`cluster ready at ${server}; kubeconfig ${kubeconfigPath}`);
     const stopApiServer = async () => {
       for (const component of components) {
@@ -580,7 +615,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         return (await admin.request('GET', '/readyz')).status === 200;
       });
     };
-    return { kubeconfigPath, server, runDir, etcdUrl, stopApiServer, startApiServer, stop };
+    return { kubeconfigPath, server, runDir, etcdUrl, stopApiServer, startApiServer, realNode, stop };
   } catch (error) {
     const tails = await Promise.all(
       components.map(async (c) => {
@@ -597,27 +632,40 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
 }
 
 /**
- * Runs build.sh (a no-op when the binaries are cached) and returns the bin directory. Its progress
- * goes to this process's stderr: a first build takes minutes and should say what it is doing.
+ * Runs a build script of this folder (a no-op when its binaries are cached) and returns the bin
+ * directory it prints last. Its progress goes to this process's stderr: a first build takes
+ * minutes and should say what it is doing.
  */
-export async function ensureClusterBinaries(): Promise<string> {
-  const script = new URL('./build.sh', import.meta.url).pathname;
+async function runBuildScript(name: string): Promise<string> {
+  const script = new URL(`./${name}`, import.meta.url).pathname;
   const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'inherit'] });
   let stdout = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  if (code !== 0) throw new ClusterStartError(`test/cluster/build.sh failed with exit code ${code}`);
+  if (code !== 0) throw new ClusterStartError(`test/cluster/${name} failed with exit code ${code}`);
   const binDir = stdout.trim().split('\n').at(-1);
-  if (!binDir) throw new ClusterStartError('build.sh printed no bin directory');
+  if (!binDir) throw new ClusterStartError(`${name} printed no bin directory`);
   return binDir;
 }
 
+/** The control plane's binaries (build.sh). */
+export function ensureClusterBinaries(): Promise<string> {
+  return runBuildScript('build.sh');
+}
+
+/** The real node's binaries (build-node.sh). */
+export function ensureNodeBinaries(): Promise<string> {
+  return runBuildScript('build-node.sh');
+}
+
 // `node test/cluster/localCluster.ts` starts a cluster and keeps it up until Ctrl-C.
+// `--real-node` adds a real node (root only).
 if (import.meta.url === `file://${process.argv[1]}`) {
   const binDir = await ensureClusterBinaries();
-  const cluster = await startLocalCluster({ binDir, log: (line) => console.error(line) });
+  const realNodeBinDir = process.argv.includes('--real-node') ? await ensureNodeBinaries() : undefined;
+  const cluster = await startLocalCluster({ binDir, realNodeBinDir, log: (line) => console.error(line) });
   console.log(`export KUBECONFIG=${cluster.kubeconfigPath}`);
   console.error('cluster running; Ctrl-C to stop');
   await new Promise(() => {});

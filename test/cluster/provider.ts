@@ -16,14 +16,25 @@ import {
   type Env,
   k3sImageOf,
 } from './clusterChoice.ts';
-import { ensureClusterBinaries, startLocalCluster } from './localCluster.ts';
+import { ensureClusterBinaries, ensureNodeBinaries, startLocalCluster } from './localCluster.ts';
+import { type NodeImages, realNodeMissing } from './realNode.ts';
 
 export interface ProvidedCluster {
   readonly kind: ClusterChoice['kind'];
   readonly kubeconfigPath: string;
   /** Directory with kubectl and helm (built by build.sh) when available. */
   readonly binDir: string | undefined;
+  /** The real node's registry and images, when one runs; else why not, in one line. */
+  readonly realNode:
+    | { readonly registry: string; readonly images: NodeImages }
+    | { readonly missing: string };
   stop(): Promise<void>;
+}
+
+/** Whether the local cluster gets a real node: undefined when it does, else why not. */
+async function realNodeRefusal(env: Env): Promise<string | undefined> {
+  if (env.K8S_LISTENER_REAL_NODE === '0') return 'K8S_LISTENER_REAL_NODE=0';
+  return realNodeMissing();
 }
 
 const PING_TIMEOUT_MS = 2_000;
@@ -81,7 +92,13 @@ async function startK3s(binDir: string | undefined, env: Env): Promise<ProvidedC
   const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-k3s-'));
   const kubeconfigPath = join(dir, 'kubeconfig');
   await writeFile(kubeconfigPath, container.getKubeConfig(), { mode: 0o600 });
-  return { kind: 'k3s', kubeconfigPath, binDir, stop: async () => void (await container.stop()) };
+  return {
+    kind: 'k3s',
+    kubeconfigPath,
+    binDir,
+    realNode: { missing: 'the cluster is k3s: the real node belongs to the local cluster' },
+    stop: async () => void (await container.stop()),
+  };
 }
 
 export async function provideCluster(
@@ -97,13 +114,27 @@ export async function provideCluster(
   });
   switch (choice.kind) {
     case 'existing':
-      return { kind: 'existing', kubeconfigPath: choice.kubeconfigPath, binDir, stop: async () => {} };
+      return {
+        kind: 'existing',
+        kubeconfigPath: choice.kubeconfigPath,
+        binDir,
+        realNode: { missing: 'the cluster is an existing one: the real node belongs to the local cluster' },
+        stop: async () => {},
+      };
     case 'k3s':
       return startK3s(binDir, env);
     case 'local': {
       if (!binDir) throw new Error('no cluster binaries');
-      const cluster = await startLocalCluster({ binDir, log });
-      return { kind: 'local', kubeconfigPath: cluster.kubeconfigPath, binDir, stop: cluster.stop };
+      const refusal = await realNodeRefusal(env);
+      // A machine that can run the node builds it; a failed build is a failure, not a skip.
+      const realNodeBinDir = refusal ? undefined : await ensureNodeBinaries();
+      const cluster = await startLocalCluster({ binDir, realNodeBinDir, log });
+      const realNode = cluster.realNode
+        ? { registry: cluster.realNode.registry, images: cluster.realNode.images }
+        : { missing: refusal ?? 'no real node was started' };
+      if ('missing' in realNode)
+        log(`real node: none (${realNode.missing}); the suites that need running pods skip`);
+      return { kind: 'local', kubeconfigPath: cluster.kubeconfigPath, binDir, realNode, stop: cluster.stop };
     }
   }
 }

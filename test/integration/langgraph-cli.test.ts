@@ -3,7 +3,6 @@
 // "Deploying with the LangGraph CLI" of docs/langgraph-cli.md and the README against the emulator,
 // with the agent running on the test cluster. Its own waits must end where the agent's reports
 // take them: DEPLOYED, or DEPLOY_FAILED with the reason.
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,47 +11,13 @@ import type { Agent } from '../../src/manager/agent.ts';
 import { eventually } from '../support/adminKube.ts';
 import { startAgent, startWorld, type World } from '../support/agentHarness.ts';
 import { docBlock, shellCommands } from '../support/docBlocks.ts';
+import { cliEnv, installLanggraphCli, type Ran, runCommand } from '../support/langgraphCli.ts';
 
-const INSTALL = new URL('../langgraph/install.sh', import.meta.url).pathname;
 const API_KEY = 'langgraph-cli-test-key';
 const IMAGE = 'registry.example.test/agents/hello';
 const THIRD_DIGEST = 'b408d2577c15445a4390f24bda860628b2b67a3de4b7430a7903a13467186e10';
 /** The heading of both pages' sections whose block this test runs. */
 const SECTION = 'Deploying with the LangGraph CLI';
-
-interface Ran {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-function run(
-  command: string,
-  args: readonly string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv },
-): Promise<Ran> {
-  return new Promise((resolve) => {
-    const child = spawn(command, [...args], {
-      cwd: options.cwd,
-      env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    // The CLI's own wait is 300 s; ours ends well before the test's.
-    const timer = setTimeout(() => child.kill('SIGTERM'), 170_000);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 let bin: string;
 let world: World;
@@ -64,19 +29,13 @@ let deploymentId = '';
 
 /** One command of the page, as a user's shell runs it, with the CLI's environment. */
 function cli(command: string): Promise<Ran> {
-  return run('bash', ['-c', command], {
+  return runCommand('bash', ['-c', command], {
     cwd: dir,
-    env: {
-      PATH: `${bin}:${process.env.PATH ?? ''}`,
-      HOME: dir,
-      LANGGRAPH_HOST_URL: world.emulator.url,
-      LANGGRAPH_HOST_API_KEY: API_KEY,
-      // Otherwise each command starts a thread posting to the CLI's analytics host, without a timeout.
-      LANGGRAPH_CLI_NO_ANALYTICS: '1',
+    env: cliEnv(bin, dir, world.emulator.url, API_KEY, {
       LISTENER_ID: world.listenerId,
       NAMESPACE: ns,
       DEPLOYMENT_ID: deploymentId,
-    },
+    }),
   });
 }
 
@@ -88,9 +47,7 @@ const revisions = () =>
   world.emulator.state().deployments.find((d) => d.deployment.id === deploymentId)?.revisions ?? [];
 
 beforeAll(async () => {
-  const installed = await run('bash', [INSTALL], { env: process.env });
-  expect(installed.code, installed.stderr).toBe(0);
-  bin = installed.stdout.trim().split('\n').at(-1) ?? '';
+  bin = await installLanggraphCli();
   world = await startWorld(inject('kubeconfigPath'), { namespaces: 1, apiKey: API_KEY });
   [ns = ''] = world.namespaces;
   // The pull Secret `--image-pull-secret regcred` names is the platform's: the agent applies

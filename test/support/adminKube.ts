@@ -30,8 +30,12 @@ export function uniqueNamespace(prefix: string): string {
   return `${prefix}-${randomBytes(4).toString('hex')}`;
 }
 
-export async function createNamespace(kube: AdminKube, name: string): Promise<void> {
-  await kube.core.createNamespace({ body: { metadata: { name } } });
+export async function createNamespace(
+  kube: AdminKube,
+  name: string,
+  annotations?: Readonly<Record<string, string>>,
+): Promise<void> {
+  await kube.core.createNamespace({ body: { metadata: { name, ...(annotations ? { annotations } : {}) } } });
 }
 
 export async function kubectl(

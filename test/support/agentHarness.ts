@@ -42,11 +42,17 @@ export interface World {
 /** An emulator with one k8s listener for fresh namespaces of the test cluster. */
 export async function startWorld(
   kubeconfigPath: string,
-  options: { namespaces?: number; extraListenerNamespaces?: string[]; apiKey?: string } = {},
+  options: {
+    namespaces?: number;
+    extraListenerNamespaces?: string[];
+    apiKey?: string;
+    /** Of every namespace made: e.g. the real node's, to run its pods there. */
+    namespaceAnnotations?: Readonly<Record<string, string>>;
+  } = {},
 ): Promise<World> {
   const kube = adminKube(kubeconfigPath);
   const namespaces = Array.from({ length: options.namespaces ?? 2 }, () => uniqueNamespace('rec'));
-  for (const namespace of namespaces) await createNamespace(kube, namespace);
+  for (const namespace of namespaces) await createNamespace(kube, namespace, options.namespaceAnnotations);
   const emulator = await startEmulator({ apiKey: options.apiKey });
   const client = new ControlPlaneClient({
     baseUrl: emulator.url,

@@ -540,9 +540,9 @@ describe('database and key-value store', () => {
   it('provisions both for an empty resource spec when configured to always, as LangGraph servers need', () => {
     const always = config({ database: { provision: 'always' }, kvstore: { provision: 'always' } });
     const objects = render(withSpec({}), always);
-    expect(find(objects, 'StatefulSet', '-db')?.spec.volumeClaimTemplates[0].spec.resources.requests.storage).toBe(
-      '1Gi',
-    );
+    expect(
+      find(objects, 'StatefulSet', '-db')?.spec.volumeClaimTemplates[0].spec.resources.requests.storage,
+    ).toBe('1Gi');
     expect(find(objects, 'StatefulSet', '-kvstore')).toBeDefined();
     // By default an empty resource spec asks for neither.
     expect(find(render(withSpec({})), 'StatefulSet', '-db')).toBeUndefined();

@@ -6,6 +6,7 @@ import {
   podProblemReasons,
   podProblemsOf,
   podSummary,
+  podsOfRevision,
 } from '../../../src/report/podProblems.ts';
 
 const CASES: [string, string, string[]][] = [
@@ -147,6 +148,38 @@ describe('podProblemsOf', () => {
       { reason: 'CrashLoopBackOff', containers: ['migrate', 'app'] },
       { reason: 'ImagePullBackOff', containers: ['proxy'] },
     ]);
+  });
+});
+
+describe('podsOfRevision', () => {
+  const pod = (name: string, revision?: string) => ({
+    metadata: {
+      name,
+      ...(revision ? { annotations: { 'k8s-listener.io/revision-id': revision } } : {}),
+    },
+  });
+
+  it("keeps the revision's pods and the stores' (no revision), not an older revision's", () => {
+    const pods = [pod('web-old', 'r1'), pod('web-new', 'r2'), pod('db-0')];
+    expect(podsOfRevision(pods, 'r2').map((p) => p.metadata.name)).toEqual(['web-new', 'db-0']);
+    expect(podsOfRevision(pods, undefined)).toHaveLength(3);
+  });
+
+  it('is fed by pod summaries, which keep the revision annotation alone', () => {
+    const live: LiveKubeObject = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: 'web-old',
+        uid: 'u1',
+        resourceVersion: '1',
+        labels: {},
+        annotations: { 'k8s-listener.io/revision-id': 'r1', 'example.test/other': 'x' },
+      },
+    };
+    const summary = podSummary(live);
+    expect(summary.metadata.annotations).toEqual({ 'k8s-listener.io/revision-id': 'r1' });
+    expect(podsOfRevision([summary], 'r2')).toEqual([]);
   });
 });
 
