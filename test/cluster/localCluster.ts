@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Agent, fetch } from 'undici';
-import { type RealNode, startRealNode } from './realNode.ts';
+import { type RealNode, RealNodeUnavailable, startRealNode } from './realNode.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -49,8 +49,10 @@ export interface LocalCluster {
   stopApiServer(): Promise<void>;
   /** Starts it again with the same flags and port; resolves once it is ready. */
   startApiServer(): Promise<void>;
-  /** The real node, when one was asked for. */
+  /** The real node, when one was asked for and could be had. */
   readonly realNode: RealNode | undefined;
+  /** Why a real node asked for could not be had (another run holds the machine's one). */
+  readonly realNodeMissing: string | undefined;
   stop(): Promise<void>;
 }
 
@@ -347,6 +349,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
   const provisioner = new AbortController();
   let api: AdminApi | undefined;
   let realNode: RealNode | undefined;
+  let realNodeMissing: string | undefined;
   let stopped = false;
 
   const killAll = (signal: NodeJS.Signals) => {
@@ -585,18 +588,25 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       failIfExited,
     );
     if (options.realNodeBinDir) {
-      realNode = await startRealNode({
-        nodeBinDir: options.realNodeBinDir,
-        runDir: join(runDir, 'node'),
-        pkiDir: pki,
-        kubeconfigPath,
-        apiserverPort,
-        api: admin,
-        launch: (name, command, args) => launch(name, args, command),
-        freePort,
-        waitFor: (what, check) => waitFor(what, timeoutMs, check, failIfExited),
-        log,
-      });
+      try {
+        realNode = await startRealNode({
+          nodeBinDir: options.realNodeBinDir,
+          runDir: join(runDir, 'node'),
+          pkiDir: pki,
+          kubeconfigPath,
+          apiserverPort,
+          api: admin,
+          launch: (name, command, args) => launch(name, args, command),
+          freePort,
+          waitFor: (what, check) => waitFor(what, timeoutMs, check, failIfExited),
+          log,
+        });
+      } catch (error) {
+        // Another run holds the machine's one real node: this cluster goes on without one.
+        if (!(error instanceof RealNodeUnavailable)) throw error;
+        realNodeMissing = error.message;
+        log(`real node: none (${error.message})`);
+      }
     }
     log(`cluster ready at ${server}; kubeconfig ${kubeconfigPath}`);
     const stopApiServer = async () => {
@@ -615,7 +625,17 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
         return (await admin.request('GET', '/readyz')).status === 200;
       });
     };
-    return { kubeconfigPath, server, runDir, etcdUrl, stopApiServer, startApiServer, realNode, stop };
+    return {
+      kubeconfigPath,
+      server,
+      runDir,
+      etcdUrl,
+      stopApiServer,
+      startApiServer,
+      realNode,
+      realNodeMissing,
+      stop,
+    };
   } catch (error) {
     const tails = await Promise.all(
       components.map(async (c) => {

@@ -131,7 +131,7 @@ export async function provideCluster(
       const cluster = await startLocalCluster({ binDir, realNodeBinDir, log });
       const realNode = cluster.realNode
         ? { registry: cluster.realNode.registry, images: cluster.realNode.images }
-        : { missing: refusal ?? 'no real node was started' };
+        : { missing: refusal ?? cluster.realNodeMissing ?? 'no real node was started' };
       if ('missing' in realNode)
         log(`real node: none (${realNode.missing}); the suites that need running pods skip`);
       return { kind: 'local', kubeconfigPath: cluster.kubeconfigPath, binDir, realNode, stop: cluster.stop };
