@@ -423,6 +423,12 @@ function appPodTemplate(
     ports: probes ? [{ name: 'http', containerPort: config.app.containerPort, protocol: 'TCP' }] : undefined,
     readinessProbe: probes?.readinessProbe ? structuredClone(probes.readinessProbe) : undefined,
     livenessProbe: probes?.livenessProbe ? structuredClone(probes.livenessProbe) : undefined,
+    // Kept serving until the Service has dropped the pod from its endpoints: the server stops
+    // accepting on SIGTERM, and a request routed to it meanwhile would be refused.
+    lifecycle:
+      workload.role === 'main' && config.app.preStopSleepSeconds
+        ? { preStop: { sleep: { seconds: config.app.preStopSleepSeconds } } }
+        : undefined,
     resources: resources(workload.resources),
     volumeMounts: mounts(spec.volume_mounts),
     securityContext: containerHardening(config),

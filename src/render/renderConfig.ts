@@ -71,12 +71,24 @@ export const RenderConfig = z.strictObject({
       deploymentTypeEnv: EnvName.default('LSD_DEPLOYMENT_TYPE').describe(
         'Environment variable of every application container with the `deployment_type` as rendered: `dev_free`, `dev` or `prod` (`dev_zero` runs as `dev`), the values the LangGraph server reads; reserved likewise. Null: not set.',
       ),
+      preStopSleepSeconds: z
+        .number()
+        .int()
+        .min(0)
+        .default(5)
+        .describe(
+          "Seconds the main container keeps serving after its pod is told to stop (a `preStop` sleep), before SIGTERM: while the Service drops it from its endpoints, so that no request of a rollout is routed to a server that has stopped accepting. Part of `terminationGracePeriodSeconds`; 0: none.",
+        ),
       terminationGracePeriodSeconds: z
         .number()
         .int()
         .min(0)
         .default(30)
         .describe('Of every application pod.'),
+    })
+    .refine((app) => app.preStopSleepSeconds < app.terminationGracePeriodSeconds || app.preStopSleepSeconds === 0, {
+      message: 'must be less than terminationGracePeriodSeconds, which it is part of',
+      path: ['preStopSleepSeconds'],
     })
     .prefault({})
     .describe(

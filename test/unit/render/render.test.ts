@@ -225,6 +225,17 @@ describe('the LangGraph server contract', () => {
     expect(initialDelaySeconds + periodSeconds * failureThreshold).toBeGreaterThanOrEqual(120);
   });
 
+  it('keeps the main container serving for a preStop sleep while the Service drops it, the queue workers not', () => {
+    const objects = render(withSpec({ queue_min_scale: 1 }));
+    expect(appContainer(find(objects, 'Deployment', 'hello')).lifecycle).toEqual({
+      preStop: { sleep: { seconds: 5 } },
+    });
+    expect(appContainer(find(objects, 'Deployment', '-queue')).lifecycle).toBeUndefined();
+    const none = render(withSpec({}), config({ app: { preStopSleepSeconds: 0 } }));
+    expect(appContainer(find(none, 'Deployment', 'hello')).lifecycle).toBeUndefined();
+    expect(() => config({ app: { preStopSleepSeconds: 30 } })).toThrow(/terminationGracePeriodSeconds/);
+  });
+
   it('turns each probe off with null, and follows the configured port', () => {
     const cfg = config({
       app: { containerPort: 9000, readinessProbe: null, livenessProbe: null },
