@@ -1,0 +1,254 @@
+// A real LangGraph server (stock langgraph-api with the MIT Postgres + Redis runtime, serving a
+// counter graph) deployed by the official LangGraph CLI through the emulator and the agent, on
+// the real node: the CLI's wait ends DEPLOYED only once the server answers GET /ok; a run through
+// the deployment's Service returns its result and its thread is in the agent's PostgreSQL; with a
+// queue group, a queued run is taken by the queue worker; a new revision rolls out behind real
+// readiness while a client calls the Service every 100 ms; delete removes the pods and keeps the
+// database volume.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Agent } from '../../../src/manager/agent.ts';
+import { eventually, kubectl } from '../../support/adminKube.ts';
+import { startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { cliEnv, installLanggraphCli, type Ran, runCommand } from '../../support/langgraphCli.ts';
+import {
+  image,
+  REAL_NODE_NAMESPACE_ANNOTATIONS,
+  type RealNodeImages,
+  realNodeFor,
+  realNodeRender,
+} from '../../support/realNode.ts';
+
+const API_KEY = 'langgraph-server-test-key';
+const NAME = 'counter';
+const node = realNodeFor('node/langgraph-server');
+
+interface Json {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a real node', () => {
+  const realNode = node as RealNodeImages;
+  let bin: string;
+  let world: World;
+  let agent: Agent;
+  let dir: string;
+  let ns: string;
+  let deploymentId = '';
+  let threadId = '';
+
+  function cli(command: string): Promise<Ran> {
+    return runCommand('bash', ['-c', command], {
+      cwd: dir,
+      env: cliEnv(bin, dir, world.emulator.url, API_KEY, {
+        LISTENER_ID: world.listenerId,
+        NAMESPACE: ns,
+        DEPLOYMENT_ID: deploymentId,
+      }),
+      timeoutMs: 280_000,
+    });
+  }
+
+  /** The deployment's server through its Service's cluster IP, as another workload would call it. */
+  async function server(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Json> {
+    const service = await world.kube.core.readNamespacedService({ name: NAME, namespace: ns });
+    const response = await fetch(`http://${service.spec?.clusterIP}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? (JSON.parse(text) as unknown) : undefined };
+  }
+
+  async function psql(query: string): Promise<string> {
+    const pods = await world.kube.core.listNamespacedPod({
+      namespace: ns,
+      labelSelector: 'app.kubernetes.io/component=database',
+    });
+    const pod = pods.items[0]?.metadata?.name ?? '';
+    return (
+      await kubectl(inject('clusterBinDir'), world.kubeconfigPath, [
+        'exec',
+        '-n',
+        ns,
+        pod,
+        '--',
+        'psql',
+        '-U',
+        'app',
+        '-d',
+        'app',
+        '-tAc',
+        query,
+      ])
+    ).trim();
+  }
+
+  beforeAll(async () => {
+    bin = await installLanggraphCli();
+    world = await startWorld(inject('kubeconfigPath'), {
+      namespaces: 1,
+      apiKey: API_KEY,
+      namespaceAnnotations: REAL_NODE_NAMESPACE_ANNOTATIONS,
+    });
+    [ns = ''] = world.namespaces;
+    const stores = realNodeRender(realNode);
+    agent = await startAgent(world, {
+      allowedNamespaces: world.namespaces,
+      // The CLI sends an empty resource spec: the listener's defaults give every deployment the
+      // PostgreSQL and Redis a LangGraph server needs.
+      render: {
+        ...stores,
+        database: { ...stores.database, provision: 'always' },
+        kvstore: { ...stores.kvstore, provision: 'always' },
+      },
+      reconcile: { failureGraceMs: 120_000 },
+    });
+    dir = await mkdtemp(join(tmpdir(), 'k8s-listener-langgraph-server-'));
+    await writeFile(
+      join(dir, 'langgraph.json'),
+      JSON.stringify({ dependencies: ['.'], graphs: { counter: './counter.py:graph' } }),
+    );
+  }, 600_000);
+  afterAll(async () => {
+    await agent?.stop();
+    await world?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('deploy --image-uri: the CLI’s wait ends DEPLOYED once the server answers GET /ok', async () => {
+    const created = await cli(
+      `langgraph deploy --image-uri ${image(realNode, 'langgraph-server')} --listener-id "$LISTENER_ID" --k8s-namespace "$NAMESPACE" --name ${NAME} --no-input`,
+    );
+    expect(created.code, `${created.stdout}\n${created.stderr}`).toBe(0);
+    expect(created.stdout).toContain('Deployment successful!');
+    deploymentId = /Deployment ID: (\S+)/.exec(created.stdout)?.[1] ?? '';
+    const pods = await world.kube.core.listNamespacedPod({
+      namespace: ns,
+      labelSelector: 'app.kubernetes.io/component=main',
+    });
+    expect(pods.items.length).toBeGreaterThan(0);
+    for (const pod of pods.items) {
+      expect(pod.spec?.nodeName).toBe('real-node');
+      expect(pod.spec?.containers[0]?.readinessProbe?.httpGet?.path).toBe('/ok');
+      expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    }
+    expect((await server('GET', '/ok')).status).toBe(200);
+  });
+
+  it('runs the graph through the Service, and keeps its thread in the agent’s PostgreSQL', async () => {
+    const thread = await server('POST', '/threads', {});
+    expect(thread.status).toBe(200);
+    threadId = (thread.body as { thread_id: string }).thread_id;
+    const run = () =>
+      server('POST', `/threads/${threadId}/runs/wait`, { assistant_id: 'counter', input: {} });
+    expect((await run()).body).toEqual({ count: 1 });
+    expect((await run()).body).toEqual({ count: 2 });
+    expect(await psql(`select values->>'count' from threads where thread_id = '${threadId}'`)).toBe('2');
+  });
+
+  it('with a queue group: the API leaves runs to the queue worker, which takes a queued run', async () => {
+    const deployment = (await world.client.listAllDeployments({ deployment_ids: [deploymentId] })).items[0];
+    if (!deployment) throw new Error('deployment gone');
+    const patched = await world.client.patchDeployment(deploymentId, {
+      source_config: {
+        resource_spec: { ...deployment.source_config.resource_spec, queue_min_scale: 1, queue_max_scale: 1 },
+      },
+      // A new image makes a new revision, whose DEPLOYED comes once both workloads rolled out.
+      source_revision_config: { image_uri: image(realNode, 'langgraph-server-2') },
+    });
+    expect(patched.latest_revision_id).not.toBe(deployment.latest_revision_id);
+    await waitForRevision(world, patched, 'DEPLOYED', 240_000);
+    const main = await world.kube.apps.readNamespacedDeployment({ name: NAME, namespace: ns });
+    expect(main.spec?.template.spec?.containers[0]?.env).toContainEqual({
+      name: 'N_JOBS_PER_WORKER',
+      value: '0',
+    });
+    const queued = await server('POST', `/threads/${threadId}/runs`, { assistant_id: 'counter', input: {} });
+    expect(queued.status).toBe(200);
+    const runId = (queued.body as { run_id: string }).run_id;
+    const done = await eventually(
+      'the queued run taken and finished',
+      async () => {
+        const status = (await server('GET', `/threads/${threadId}/runs/${runId}`)).body as { status: string };
+        return status.status === 'success' ? status : undefined;
+      },
+      120_000,
+      500,
+    );
+    expect(done.status).toBe('success');
+    const workers = await world.kube.core.listNamespacedPod({
+      namespace: ns,
+      labelSelector: 'app.kubernetes.io/component=queue',
+    });
+    const worker = workers.items.find((pod) => pod.status?.phase === 'Running')?.metadata?.name ?? '';
+    const workerLogs = await kubectl(inject('clusterBinDir'), world.kubeconfigPath, [
+      'logs',
+      '-n',
+      ns,
+      worker,
+    ]);
+    expect(workerLogs).toContain(runId);
+    expect(((await server('GET', `/threads/${threadId}/state`)).body as { values: unknown }).values).toEqual({
+      count: 3,
+    });
+  });
+
+  it('rolls a new revision out behind real readiness while a client calls the Service every 100 ms', async () => {
+    let calls = 0;
+    const failures: string[] = [];
+    let calling = true;
+    const client = (async () => {
+      while (calling) {
+        calls += 1;
+        try {
+          const answer = await server('GET', `/threads/${threadId}`);
+          if (answer.status !== 200) failures.push(`HTTP ${answer.status}`);
+        } catch (error) {
+          failures.push(
+            error instanceof Error
+              ? ((error.cause as Error | undefined)?.message ?? error.message)
+              : String(error),
+          );
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    const updated = await cli(
+      `langgraph deploy --deployment-id "$DEPLOYMENT_ID" --image-uri ${image(realNode, 'langgraph-server')} --no-input`,
+    );
+    calling = false;
+    await client;
+    console.log(
+      `rollout under load: ${calls} calls, ${failures.length} failed ${JSON.stringify(failures.slice(0, 5))}`,
+    );
+    expect(updated.code, `${updated.stdout}\n${updated.stderr}`).toBe(0);
+    expect(updated.stdout).toContain('Deployment successful!');
+    const main = await world.kube.apps.readNamespacedDeployment({ name: NAME, namespace: ns });
+    expect(main.spec?.template.spec?.containers[0]?.image).toBe(image(realNode, 'langgraph-server'));
+    expect(calls).toBeGreaterThan(20);
+    expect(failures).toEqual([]);
+    // The thread made before is still there, with its count.
+    expect(((await server('GET', `/threads/${threadId}/state`)).body as { values: unknown }).values).toEqual({
+      count: 3,
+    });
+  });
+
+  it('deploy delete: the pods go, the database volume stays', async () => {
+    const deleted = await cli(`langgraph deploy delete "$DEPLOYMENT_ID" --force`);
+    expect(deleted.code, deleted.stderr).toBe(0);
+    await eventually(
+      'the pods gone',
+      async () =>
+        (await world.kube.core.listNamespacedPod({ namespace: ns })).items.length === 0 ? true : undefined,
+      120_000,
+    );
+    const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({ namespace: ns });
+    expect(claims.items.map((c) => c.metadata?.name)).toEqual([`data-${NAME}-db-0`]);
+  });
+});
