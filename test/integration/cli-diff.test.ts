@@ -156,15 +156,15 @@ describe('k8s-listener diff', () => {
    revisionHistoryLimit: 5
    selector:
      matchLabels:
-@@ -52,7 +52,7 @@
+@@ -60,7 +60,7 @@
                  secretKeyRef:
                    key: API_TOKEN
                    name: web-secrets
 -          image: nginx:hacked
 +          image: ${'nginx:1.27'}
            imagePullPolicy: IfNotPresent
-           name: ${CONTAINER}
-           ports:
+           lifecycle:
+             preStop:
 1 to configure
 `,
     );
@@ -194,9 +194,13 @@ describe('k8s-listener diff', () => {
     expect(stdout.startsWith(header(patched, '3 to configure'))).toBe(true);
     expect(stdout).toContain(
       [
-        '         - env:',
-        '             - name: WORKLOAD_ROLE',
-        '               value: main',
+        '             - name: LANGSMITH_HOST_REVISION_ID',
+        `-              value: ${api.latest_revision_id}`,
+        `+              value: ${patched.latest_revision_id}`,
+      ].join('\n'),
+    );
+    expect(stdout).toContain(
+      [
         '-          image: nginx:1.27',
         '+          image: nginx:1.28',
         '           imagePullPolicy: IfNotPresent',
