@@ -45,6 +45,22 @@ const MicroResult = z.looseObject({
 });
 export type MicroResult = z.infer<typeof MicroResult>;
 
+const NodeDaemon = z.looseObject({ cpuPercent: z.number(), rssMiB: z.number() });
+
+/** A `bench:node` record: the LangGraph path timed on the real node, and the node at rest. */
+const RealNodeResult = z.looseObject({
+  kind: z.literal('real-node'),
+  startedAt: z.string(),
+  runs: z.number(),
+  restSeconds: z.number(),
+  medianFirstAnsweredRunS: z.number(),
+  medianNewRevisionAnsweredRunS: z.number(),
+  firstAnsweredRunS: z.array(z.number()),
+  newRevisionAnsweredRunS: z.array(z.number()),
+  nodeAtRest: z.record(z.string(), NodeDaemon),
+});
+export type RealNodeResult = z.infer<typeof RealNodeResult>;
+
 export class BenchResultError extends Error {
   override readonly name = 'BenchResultError';
   readonly file: string;
@@ -56,11 +72,20 @@ export class BenchResultError extends Error {
 
 export type BenchResult =
   | { readonly kind: 'sync'; readonly result: SyncResult }
-  | { readonly kind: 'micro'; readonly result: MicroResult };
+  | { readonly kind: 'micro'; readonly result: MicroResult }
+  | { readonly kind: 'real-node'; readonly result: RealNodeResult };
 
-/** A record of bench/results: `<time>-render.json`, `<time>-poll.json`, else a bench:sync run. */
+/**
+ * A record of bench/results: `<time>-render.json`, `<time>-poll.json`, `<time>-real-node.json`,
+ * else a bench:sync run.
+ */
 export function parseBenchResult(file: string, text: string): BenchResult {
   const json: unknown = JSON.parse(text);
+  if (file.endsWith('-real-node.json')) {
+    const node = RealNodeResult.safeParse(json);
+    if (!node.success) throw new BenchResultError(file, node.error);
+    return { kind: 'real-node', result: node.data };
+  }
   const micro = /-(render|poll)\.json$/.test(file);
   const parsed = micro ? MicroResult.safeParse(json) : SyncResult.safeParse(json);
   if (!parsed.success) throw new BenchResultError(file, parsed.error);
@@ -206,5 +231,26 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
     '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
+  ].join('\n');
+}
+
+/** `bench:node`'s runs, newest first: the LangGraph path's medians and the node's daemons at rest. */
+export function realNodeTableMarkdown(results: readonly RealNodeResult[]): string {
+  const rows = [...results]
+    .sort((a, b) => b.startedAt.localeCompare(a.startedAt))
+    .map((r) => {
+      const daemons = Object.entries(r.nodeAtRest)
+        .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
+        .join('; ');
+      const total = Object.values(r.nodeAtRest).reduce(
+        (sum, d) => ({ cpu: sum.cpu + d.cpuPercent, rss: sum.rss + d.rssMiB }),
+        { cpu: 0, rss: 0 },
+      );
+      return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
+    });
+  return [
+    '| run | deployments | deploy → first answered run (median) | new revision → first answered run (median) | node at rest (cpu of a core / RSS) | by daemon |',
+    '|---|---|---|---|---|---|',
+    ...rows,
   ].join('\n');
 }

@@ -9,6 +9,7 @@ import {
   benchTableMarkdown,
   microTableMarkdown,
   parseBenchResult,
+  realNodeTableMarkdown,
 } from './benchTables.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
@@ -36,6 +37,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
   const results = await benchResults();
   const sync = results.flatMap((r) => (r.kind === 'sync' ? [r.result] : []));
   const micro = results.flatMap((r) => (r.kind === 'micro' ? [r.result] : []));
+  const realNode = results.flatMap((r) => (r.kind === 'real-node' ? [r.result] : []));
   const regions: [string, string, string][] = [
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
@@ -45,6 +47,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
       alertsTableMarkdown(await read('deploy/monitoring/prometheus-rule.yaml')),
     ],
     ['bench/README.md', 'render-poll-results', microTableMarkdown(micro)],
+    ['bench/README.md', 'real-node-results', realNodeTableMarkdown(realNode)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
   ];

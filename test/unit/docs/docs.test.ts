@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../../../src/config/agentConfig.ts';
+import { parseBenchResult, realNodeTableMarkdown } from '../../docs/benchTables.ts';
 import { chartValues, UndocumentedValueError } from '../../docs/chartValues.ts';
 import { configKeys } from '../../docs/configReference.ts';
 import { generatedPages } from '../../docs/generate.ts';
@@ -63,6 +64,31 @@ describe('generated reference tables', () => {
       'intro\n<!-- generated:x -->\nnew\n<!-- end:x -->\nafter\n',
     );
     expect(() => replaceRegion('no markers', 'p.md', 'x', 'new')).toThrow(MissingRegionError);
+  });
+});
+
+describe('bench:node records', () => {
+  it('are read by their file name and tabled with their medians and the node at rest', () => {
+    const record = {
+      kind: 'real-node',
+      startedAt: '2026-11-26T14:00:00.000Z',
+      runs: 2,
+      restSeconds: 60,
+      firstAnsweredRunS: [30, 40],
+      newRevisionAnsweredRunS: [12, 14],
+      medianFirstAnsweredRunS: 35,
+      medianNewRevisionAnsweredRunS: 13,
+      nodeAtRest: { kubelet: { cpuPercent: 1.5, rssMiB: 90 }, containerd: { cpuPercent: 0.25, rssMiB: 47 } },
+    };
+    const parsed = parseBenchResult('2026-11-26T14-00-00-000Z-real-node.json', JSON.stringify(record));
+    expect(parsed.kind).toBe('real-node');
+    if (parsed.kind !== 'real-node') return;
+    expect(realNodeTableMarkdown([parsed.result]).split('\n')[2]).toBe(
+      '| 2026-11-26 14:00 | 2 | 35.0 s | 13.0 s | 1.8 % / 137 MiB | kubelet 1.5 % / 90 MiB; containerd 0.25 % / 47 MiB |',
+    );
+    expect(() => parseBenchResult('x-real-node.json', JSON.stringify({ ...record, runs: 'two' }))).toThrow(
+      /x-real-node.json/,
+    );
   });
 });
 
