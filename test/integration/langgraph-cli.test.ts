@@ -11,7 +11,7 @@ import type { Agent } from '../../src/manager/agent.ts';
 import { eventually } from '../support/adminKube.ts';
 import { startAgent, startWorld, type World } from '../support/agentHarness.ts';
 import { docBlock, shellCommands } from '../support/docBlocks.ts';
-import { cliEnv, installLanggraphCli, type Ran, runCommand } from '../support/langgraphCli.ts';
+import { installLanggraphCli, langgraphShell } from '../support/langgraphCli.ts';
 
 const API_KEY = 'langgraph-cli-test-key';
 const IMAGE = 'registry.example.test/agents/hello';
@@ -28,16 +28,13 @@ let commands: string[];
 let deploymentId = '';
 
 /** One command of the page, as a user's shell runs it, with the CLI's environment. */
-function cli(command: string): Promise<Ran> {
-  return runCommand('bash', ['-c', command], {
-    cwd: dir,
-    env: cliEnv(bin, dir, world.emulator.url, API_KEY, {
-      LISTENER_ID: world.listenerId,
-      NAMESPACE: ns,
-      DEPLOYMENT_ID: deploymentId,
-    }),
-  });
-}
+const cli = langgraphShell({
+  bin: () => bin,
+  dir: () => dir,
+  url: () => world.emulator.url,
+  apiKey: API_KEY,
+  vars: () => ({ LISTENER_ID: world.listenerId, NAMESPACE: ns, DEPLOYMENT_ID: deploymentId }),
+});
 
 const workload = async (name: string) =>
   (await world.kube.apps.listNamespacedDeployment({ namespace: ns })).items.find(

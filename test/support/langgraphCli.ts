@@ -64,3 +64,23 @@ export function cliEnv(
     ...extra,
   };
 }
+
+/**
+ * One CLI command as a user's shell runs it, in `dir` against the emulator at `url`; `vars` gives
+ * the shell's variables at the time of the call (ids the test learns as it goes).
+ */
+export function langgraphShell(options: {
+  readonly bin: () => string;
+  readonly dir: () => string;
+  readonly url: () => string;
+  readonly apiKey: string;
+  readonly vars: () => NodeJS.ProcessEnv;
+  readonly timeoutMs?: number;
+}): (command: string) => Promise<Ran> {
+  return (command) =>
+    runCommand('bash', ['-c', command], {
+      cwd: options.dir(),
+      env: cliEnv(options.bin(), options.dir(), options.url(), options.apiKey, options.vars()),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    });
+}

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { eventually, kubectl } from '../../support/adminKube.ts';
 import { startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
-import { cliEnv, installLanggraphCli, type Ran, runCommand } from '../../support/langgraphCli.ts';
+import { installLanggraphCli, langgraphShell } from '../../support/langgraphCli.ts';
 import {
   image,
   REAL_NODE_NAMESPACE_ANNOTATIONS,
@@ -40,17 +40,14 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
   let deploymentId = '';
   let threadId = '';
 
-  function cli(command: string): Promise<Ran> {
-    return runCommand('bash', ['-c', command], {
-      cwd: dir,
-      env: cliEnv(bin, dir, world.emulator.url, API_KEY, {
-        LISTENER_ID: world.listenerId,
-        NAMESPACE: ns,
-        DEPLOYMENT_ID: deploymentId,
-      }),
-      timeoutMs: 280_000,
-    });
-  }
+  const cli = langgraphShell({
+    bin: () => bin,
+    dir: () => dir,
+    url: () => world.emulator.url,
+    apiKey: API_KEY,
+    vars: () => ({ LISTENER_ID: world.listenerId, NAMESPACE: ns, DEPLOYMENT_ID: deploymentId }),
+    timeoutMs: 280_000,
+  });
 
   /** The deployment's server through its Service's cluster IP, as another workload would call it. */
   async function server(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Json> {
