@@ -403,8 +403,8 @@ async function startCoreDns(api: NodeApi, image: string): Promise<void> {
           containers: [
             {
               name: 'coredns',
+              // The image's entrypoint reads /etc/coredns/Corefile.
               image,
-              args: ['-conf', '/etc/coredns/Corefile'],
               ports: [
                 { name: 'dns', containerPort: 1053, protocol: 'UDP' },
                 { name: 'dns-tcp', containerPort: 1053, protocol: 'TCP' },
@@ -443,21 +443,24 @@ export async function startRealNode(context: RealNodeContext): Promise<RealNode>
   const { runDir: run, nodeBinDir: nodeBin, api, log } = context;
   await acquireLock(run);
   let apiRelay: PodRelay | undefined;
-  const stop = async () => {
-    await apiRelay?.close();
-    await hostScript('down', run).catch((error: unknown) => log(`real node cleanup: ${String(error)}`));
-    await releaseLock();
-  };
-  // If the runner is killed outright, nothing of the node may stay on the machine.
+  // If the runner is killed outright, nothing of the node may stay on the machine; the reaper
+  // acts only while the lock is still this runner's, never on a later run's node.
+  const owner = `${process.pid} `;
   const reaper = spawn(
     'sh',
     [
       '-c',
-      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; bash '${join(nodeDir, 'host.sh')}' down '${run}'; rm -rf '${LOCK_DIR}'`,
+      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; grep -q '^${owner}' '${LOCK_DIR}/owner' 2>/dev/null && { bash '${join(nodeDir, 'host.sh')}' down '${run}'; rm -rf '${LOCK_DIR}'; }`,
     ],
     { stdio: 'ignore', detached: true },
   );
   reaper.unref();
+  const stop = async () => {
+    reaper.kill('SIGKILL');
+    await apiRelay?.close();
+    await hostScript('down', run).catch((error: unknown) => log(`real node cleanup: ${String(error)}`));
+    await releaseLock();
+  };
   try {
     const registryPort = await context.freePort();
     const registry = `127.0.0.1:${registryPort}`;
