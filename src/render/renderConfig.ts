@@ -77,7 +77,7 @@ export const RenderConfig = z.strictObject({
         .min(0)
         .default(5)
         .describe(
-          "Seconds the main container keeps serving after its pod is told to stop (a `preStop` sleep), before SIGTERM: while the Service drops it from its endpoints, so that no request of a rollout is routed to a server that has stopped accepting. Part of `terminationGracePeriodSeconds`; 0: none.",
+          'Seconds the main container keeps serving after its pod is told to stop (a `preStop` sleep), before SIGTERM: while the Service drops it from its endpoints, so that no request of a rollout is routed to a server that has stopped accepting. Part of `terminationGracePeriodSeconds`; 0: none.',
         ),
       terminationGracePeriodSeconds: z
         .number()
@@ -86,10 +86,13 @@ export const RenderConfig = z.strictObject({
         .default(30)
         .describe('Of every application pod.'),
     })
-    .refine((app) => app.preStopSleepSeconds < app.terminationGracePeriodSeconds || app.preStopSleepSeconds === 0, {
-      message: 'must be less than terminationGracePeriodSeconds, which it is part of',
-      path: ['preStopSleepSeconds'],
-    })
+    .refine(
+      (app) => app.preStopSleepSeconds < app.terminationGracePeriodSeconds || app.preStopSleepSeconds === 0,
+      {
+        message: 'must be less than terminationGracePeriodSeconds, which it is part of',
+        path: ['preStopSleepSeconds'],
+      },
+    )
     .prefault({})
     .describe(
       "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused.",
