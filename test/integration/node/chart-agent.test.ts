@@ -137,5 +137,5 @@ describe.skipIf(!node)('the agent as the chart’s pod on a real node', () => {
       return list.items.find((pod) => pod.status?.phase === 'Running');
     });
     expect(workload.spec?.nodeName).toBe('real-node');
-  });
+  }, 300_000);
 });

@@ -136,7 +136,7 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
       expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
     }
     expect((await server('GET', '/ok')).status).toBe(200);
-  });
+  }, 300_000);
 
   it('runs the graph through the Service, and keeps its thread in the agent’s PostgreSQL', async () => {
     const thread = await server('POST', '/threads', {});
@@ -194,7 +194,7 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
     expect(((await server('GET', `/threads/${threadId}/state`)).body as { values: unknown }).values).toEqual({
       count: 3,
     });
-  });
+  }, 300_000);
 
   it('rolls a new revision out behind real readiness while a client calls the Service every 100 ms', async () => {
     let calls = 0;
@@ -234,7 +234,7 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
     expect(((await server('GET', `/threads/${threadId}/state`)).body as { values: unknown }).values).toEqual({
       count: 3,
     });
-  });
+  }, 300_000);
 
   it('deploy delete: the pods go, the database volume stays', async () => {
     const deleted = await cli(`langgraph deploy delete "$DEPLOYMENT_ID" --force`);

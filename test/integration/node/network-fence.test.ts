@@ -69,7 +69,7 @@ describe.skipIf(!node)('the network fence on a real node', () => {
     );
     for (const deployment of [owner, neighbour, outsider])
       await waitForRevision(world, deployment, 'DEPLOYED', 180_000);
-  });
+  }, 300_000);
   afterAll(async () => {
     await agent?.stop();
     await world?.close();

@@ -112,7 +112,7 @@ describe.skipIf(!node)('workloads on a real node', () => {
       'deployment/stores',
     ]);
     expect(logs).toContain('probe-app: listening on :8000');
-  });
+  }, 300_000);
 
   it('fails a revision whose container exits at start, naming CrashLoopBackOff, and repairs it with the next', async () => {
     const created = await world.client.createDeployment(
