@@ -166,6 +166,19 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
       name: 'N_JOBS_PER_WORKER',
       value: '0',
     });
+    // The previous revision's API pod runs jobs until it is gone (its preStop sleep, then its
+    // graceful stop): the run is queued once only the new API pod, which runs none, is left.
+    await eventually(
+      'the previous revision’s API pod gone',
+      async () => {
+        const pods = await world.kube.core.listNamespacedPod({
+          namespace: ns,
+          labelSelector: 'app.kubernetes.io/component=main',
+        });
+        return pods.items.length === 1 && !pods.items[0]?.metadata?.deletionTimestamp ? true : undefined;
+      },
+      120_000,
+    );
     const queued = await server('POST', `/threads/${threadId}/runs`, { assistant_id: 'counter', input: {} });
     expect(queued.status).toBe(200);
     const runId = (queued.body as { run_id: string }).run_id;
