@@ -17,7 +17,7 @@ import {
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { withoutBody } from '../objects/body.ts';
-import { fieldAt, secretData } from '../objects/fields.ts';
+import { secretData } from '../objects/fields.ts';
 import {
   AGENT_NAME,
   ANNOTATION_CREATE_ONLY,
@@ -68,7 +68,9 @@ import { NameLocks } from './nameLocks.ts';
 import { type ReconcileOutcome, TerminalError, WaitingError } from './outcome.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { RolloutRechecks } from './rolloutRechecks.ts';
+import { hostHolder, hostLockKey, isRouteKind, ROUTE_KINDS, routedHosts } from './routedHosts.ts';
 import type { ActiveSuspension } from './suspensions.ts';
+import { type TemplateClaim, templateClaims } from './templateClaims.ts';
 
 /** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
 export type ReconcilerKube = KubeReader & KubeWriter;
@@ -215,7 +217,12 @@ export class Reconciler {
     //    Names held from the read to the last write: another deployment whose objects share one
     //    reads ours after we applied it (and is refused), never "absent" beside us.
     const previous = this.#o.inventories.get(deploymentId);
-    const release = await this.#names.acquire(next.entries.map(entryId), signal);
+    // A routed host is held too: two deployments naming one never both find it free.
+    const hosts = routedHosts(objects);
+    const release = await this.#names.acquire(
+      [...next.entries.map(entryId), ...hosts.map(hostLockKey)],
+      signal,
+    );
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
     let agentChange: AgentChangeTurn | undefined;
     try {
@@ -225,6 +232,8 @@ export class Reconciler {
       // at each look of a rollout: the platform's objects are not watched).
       if (steps.some((step) => step.why !== undefined))
         await this.#checkReferences(deploymentId, objects, signal);
+      if (steps.some((step) => step.why !== undefined && isRouteKind(step.object.kind)))
+        await this.#checkHosts(deploymentId, namespace, hosts, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
       // An agent change (the same input rendered anew by this agent) waits its turn, as it is.
       agentChange = this.#agentChangeTurn(recorded, next, steps);
@@ -496,9 +505,16 @@ export class Reconciler {
    * deployment's objects (its database volume, its generated Secrets, its inventory) nor the
    * agent's: each Secret, ConfigMap and claim the pod templates name, other than this render's
    * own, is read. One the agent manages for anyone else (its managed-by label and another or no
-   * deployment id, whatever listener label it carries) is refused for good. One that does not
-   * exist yet is waited for (WaitingError), nothing written: a pod that named it would take
-   * whatever is made under that name later — another deployment's generated Secret or claim.
+   * deployment id, whatever listener label it carries), or a ServiceAccount's token Secret, is
+   * refused for good. One that does not exist yet is waited for (WaitingError), nothing written:
+   * a pod that named it would take whatever is made under that name later — another deployment's
+   * generated Secret or claim.
+   *
+   * The claims its StatefulSets will bind (templateClaims.ts) are read too: the controller binds
+   * an existing claim by name, so a kept volume of a deleted deployment, or one the platform made,
+   * would become this deployment's database. Such a claim is this deployment's by its
+   * deployment-id label alone; any other is waited on, named with what the platform team can do
+   * (delete it, or relabel it to hand it over), and the same revision goes on once it has.
    */
   async #checkReferences(
     deploymentId: string,
@@ -507,45 +523,109 @@ export class Reconciler {
   ): Promise<void> {
     // This render's own objects: #readOwned already refused any of their names that is taken.
     const rendered = new Set(objects.map((object) => entryId(entryOf(object))));
-    const byId = new Map<string, { ref: ObjectRef; named: Reference[] }>();
-    for (const reference of podReferences(objects)) {
-      const ref = {
-        apiVersion: 'v1',
-        kind: reference.kind,
-        namespace: reference.namespace,
-        name: reference.name,
-      };
+    type Looked = { ref: ObjectRef & { namespace: string }; named: Reference[]; bound: TemplateClaim[] };
+    const byId = new Map<string, Looked>();
+    const look = (ref: Looked['ref']) => {
       const id = entryId(ref);
-      if (rendered.has(id)) continue;
-      const seen = byId.get(id);
-      if (seen) seen.named.push(reference);
-      else byId.set(id, { ref, named: [reference] });
+      const seen = byId.get(id) ?? { ref, named: [], bound: [] };
+      byId.set(id, seen);
+      return seen;
+    };
+    for (const reference of podReferences(objects)) {
+      const { kind, namespace, name } = reference;
+      const ref = { apiVersion: 'v1', kind, namespace, name };
+      if (!rendered.has(entryId(ref))) look(ref).named.push(reference);
     }
+    for (const claim of templateClaims(objects))
+      look({
+        apiVersion: 'v1',
+        kind: 'PersistentVolumeClaim',
+        namespace: claim.namespace,
+        name: claim.name,
+      }).bound.push(claim);
     // At once, each name once. A hit of the watch cache is one of this listener's objects; a miss
     // proves nothing (the platform's Secrets, another listener's objects are not watched): asked.
-    const looked = [...byId.entries()];
-    const found = await Promise.all(looked.map(([, { ref }]) => this.#read(ref, signal)));
+    const looked = [...byId.values()];
+    const found = await Promise.all(looked.map(({ ref }) => this.#read(ref, signal)));
     const foreign: string[] = [];
     const missing: string[] = [];
-    for (const [i, [, { ref, named }]] of looked.entries()) {
+    const taken: string[] = [];
+    for (const [i, { ref, named, bound }] of looked.entries()) {
       const live = found[i];
       const what = `${ref.kind}/${ref.name}`;
       if (!live) {
         // Its own StatefulSets' claims are made when they run: checked like the rest once there.
-        if (!isClaimOf(objects, ref))
+        if (bound.length === 0)
           for (const { path } of named) missing.push(`${path} names ${what}, which does not exist yet`);
         continue;
       }
       const owner = foreignOwner(live, deploymentId, this.#listenerId());
       if (owner) for (const { path } of named) foreign.push(`${path} names ${what}, which ${owner}`);
+      // A token Secret is the identity of a ServiceAccount, whatever the Secret patterns allow.
+      else if (ref.kind === 'Secret' && live.type === SERVICE_ACCOUNT_TOKEN)
+        for (const { path } of named)
+          foreign.push(
+            `${path} names ${what}, which holds a ServiceAccount token (${SERVICE_ACCOUNT_TOKEN})`,
+          );
+      const holder = live.metadata.labels[LABEL_DEPLOYMENT_ID];
+      if (holder === deploymentId) continue;
+      const whose = holder === undefined ? 'carries no deployment id' : `belongs to deployment ${holder}`;
+      for (const { path } of bound)
+        taken.push(
+          `${path} would bind ${what}, which exists and ${whose}: delete it, or label it ` +
+            `${LABEL_DEPLOYMENT_ID}=${deploymentId} to hand it to this deployment`,
+        );
     }
     if (foreign.length > 0)
-      throw new TerminalError(Reason.ForeignReference, [...foreign, ...missing].join('; '));
+      throw new TerminalError(Reason.ForeignReference, [...foreign, ...taken, ...missing].join('; '));
+    if (taken.length > 0)
+      throw new WaitingError(
+        Reason.ClaimTaken,
+        deploymentId,
+        `${[...taken, ...missing].join('; ')}; nothing is applied until then`,
+      );
     if (missing.length > 0)
       throw new WaitingError(
         Reason.ReferenceMissing,
         deploymentId,
         `${missing.join('; ')}: nothing is applied until it exists`,
+      );
+  }
+
+  /**
+   * Refuses a host another route already serves (routedHosts.ts): this listener's routes and
+   * everyone else's in the namespaces it serves, read from the API server (the watches see only
+   * this listener's). The host's lock is held by the caller from here to the route's write.
+   */
+  async #checkHosts(
+    deploymentId: string,
+    namespace: string,
+    hosts: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const namespaces = new Set([
+      namespace,
+      ...(this.#o.listener().compute_config?.k8s_namespaces ?? []).filter(
+        (n) => this.#o.allowedNamespaces?.includes(n) ?? true,
+      ),
+    ]);
+    const routes = (
+      await Promise.all(
+        [...namespaces].flatMap((n) =>
+          ROUTE_KINDS.map((kind) => this.#o.kube.list(kind, { namespace: n, signal })),
+        ),
+      )
+    ).flat();
+    const taken: string[] = [];
+    for (const host of hosts) {
+      const holder = hostHolder(host, routes, deploymentId, this.#listenerId());
+      if (holder) taken.push(`source_config.custom_url: host ${host} is already routed to ${holder}`);
+    }
+    if (taken.length > 0)
+      throw new WaitingError(
+        Reason.HostTaken,
+        deploymentId,
+        `${taken.join('; ')}: nothing is applied while another holds it`,
       );
   }
 
@@ -998,6 +1078,9 @@ function createOnly(object: KubeObject): KubeObject {
   return { ...object, metadata: { ...object.metadata, resourceVersion: ABSENT_RESOURCE_VERSION } };
 }
 
+/** The type of a Secret that holds a ServiceAccount's token: never a deployment's to name. */
+const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
+
 /** Why a found object's name is not ours to write, or undefined when it is this deployment's. */
 function takenBy(object: KubeObject, live: LiveKubeObject, deploymentId: string): string | undefined {
   const name = `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`;
@@ -1019,26 +1102,6 @@ function foreignOwner(live: LiveKubeObject, deploymentId: string, listenerId: st
   const owner = labels[LABEL_DEPLOYMENT_ID];
   if (owner === deploymentId) return undefined;
   return owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment';
-}
-
-/**
- * Whether a claim is one the StatefulSets among the objects make: `<template>-<set>-<ordinal>`,
- * for a volume claim template and an ordinal below the replicas (the controller's naming).
- */
-function isClaimOf(objects: readonly KubeObject[], ref: ObjectRef): boolean {
-  if (ref.kind !== 'PersistentVolumeClaim') return false;
-  return objects.some((set) => {
-    if (set.kind !== 'StatefulSet' || set.metadata.namespace !== ref.namespace) return false;
-    const replicas = fieldAt(set, 'spec', 'replicas');
-    const templates = fieldAt(set, 'spec', 'volumeClaimTemplates');
-    return (Array.isArray(templates) ? templates : []).some((template) => {
-      const prefix = `${String(fieldAt(template, 'metadata', 'name'))}-${set.metadata.name}-`;
-      const ordinal = ref.name.startsWith(prefix) ? ref.name.slice(prefix.length) : '';
-      return (
-        /^(0|[1-9][0-9]*)$/.test(ordinal) && Number(ordinal) < (typeof replicas === 'number' ? replicas : 1)
-      );
-    });
-  });
 }
 
 /**

@@ -33,6 +33,8 @@ export const Reason = {
   RenderInvalid: 'RenderInvalid',
   ForeignReference: 'ForeignReference',
   ReferenceMissing: 'ReferenceMissing',
+  ClaimTaken: 'ClaimTaken',
+  HostTaken: 'HostTaken',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 

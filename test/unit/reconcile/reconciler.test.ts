@@ -39,7 +39,10 @@ const defaultDeployment: Deployment = {
 const fresh: Target = { revision: undefined, settled: undefined };
 const failed: Target = { revision: undefined, settled: 'DEPLOY_FAILED' };
 
-function world(target: Target = fresh, options: { cache?: ObjectCache; deployment?: Deployment } = {}) {
+function world(
+  target: Target = fresh,
+  options: { cache?: ObjectCache; deployment?: Deployment; renderConfig?: RenderConfig } = {},
+) {
   const deployment = options.deployment ?? defaultDeployment;
   const cluster = new MemoryCluster([NAMESPACE]);
   const sent: StatusReportBatch[] = [];
@@ -61,7 +64,7 @@ function world(target: Target = fresh, options: { cache?: ObjectCache; deploymen
     events: { record: async (_subject, details) => void events.push(details.reason) },
     metrics,
     logger,
-    renderConfig: RenderConfig.parse({}),
+    renderConfig: options.renderConfig ?? RenderConfig.parse({}),
     config: ReconcileConfig.parse({}),
     listener: () => listener,
     allowedNamespaces: undefined,
@@ -434,5 +437,135 @@ describe('a first apply of several workloads (in memory)', () => {
     // The Secret, Services and policies written first are deleted, the inventory too.
     expect(cluster.calls.filter((c) => c.verb === 'delete').length).toBeGreaterThan(0);
     expect(cluster.names()).toEqual([]);
+  });
+});
+
+/** A claim as the StatefulSet controller (or the platform team) left it. */
+function claim(name: string, labels: Record<string, string>): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: NAMESPACE, labels, annotations: {} },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  };
+}
+
+// A StatefulSet's controller binds whatever claim already has the name of its template's: the
+// claims it will bind are references like any volume a pod names.
+describe('the claims a StatefulSet will bind (in memory)', () => {
+  const withDatabase = naming([], { db_storage_gi: 1 });
+  const ours = { [LABEL_MANAGED_BY]: AGENT_NAME, [LABEL_LISTENER_ID]: listener.id };
+
+  it.each([
+    [
+      'a deleted deployment kept',
+      { ...ours, [LABEL_DEPLOYMENT_ID]: OTHER_DEPLOYMENT },
+      `belongs to deployment ${OTHER_DEPLOYMENT}`,
+    ],
+    ['the platform team made', {}, 'carries no deployment id'],
+  ])(
+    'waits while one %s is there, writing nothing; goes on once it is handed over',
+    async (_, labels, whose) => {
+      const { cluster, reconcile, reported } = world(fresh, {
+        deployment: withDatabase,
+        cache: syncedCache(),
+      });
+      await cluster.create(claim('data-hello-db-0', labels));
+      const before = cluster.calls.length;
+      const outcome = await reconcile();
+      expect(outcome.result).toBe('retry');
+      const error = outcome.result === 'retry' ? outcome.error : undefined;
+      expect((error as WaitingError).reason).toBe('ClaimTaken');
+      expect((error as WaitingError).message).toContain(
+        `StatefulSet/hello-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-hello-db-0, which exists and ${whose}: delete it, or label it ${LABEL_DEPLOYMENT_ID}=${withDatabase.id} to hand it to this deployment`,
+      );
+      expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+      expect(writes(cluster.calls.slice(before))).toEqual([]);
+
+      // The platform team relabels it: the same revision goes on, its StatefulSet written.
+      await cluster.mergePatch(
+        { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: NAMESPACE, name: 'data-hello-db-0' },
+        { metadata: { labels: { [LABEL_DEPLOYMENT_ID]: withDatabase.id } } },
+      );
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+    },
+  );
+
+  it('re-uses a kept claim of the same deployment id', async () => {
+    const { cluster, reconcile } = world(fresh, { deployment: withDatabase, cache: syncedCache() });
+    await cluster.create(claim('data-hello-db-0', { ...ours, [LABEL_DEPLOYMENT_ID]: withDatabase.id }));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+  });
+});
+
+describe('a ServiceAccount token Secret (in memory)', () => {
+  it('is refused whatever else allows it, naming the field', async () => {
+    const token = naming([{ name: 'token', secret: { secretName: 'builder-token' } }]);
+    const { cluster, reconcile } = world(fresh, { deployment: token, cache: syncedCache() });
+    await cluster.create({ ...secret('builder-token'), type: 'kubernetes.io/service-account-token' });
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ForeignReference');
+    expect(outcome.result === 'terminal' ? outcome.error.message : '').toContain(
+      'Deployment/hello spec.volumes[0].secret.secretName names Secret/builder-token, which holds a ServiceAccount token',
+    );
+    expect(cluster.names('Deployment')).toEqual([]);
+  });
+});
+
+describe('a routed host (in memory)', () => {
+  const routing = RenderConfig.parse({
+    ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
+  });
+  const at = (host: string): Deployment => ({
+    ...defaultDeployment,
+    source_config: { ...defaultDeployment.source_config, custom_url: `https://${host}/` },
+  });
+  const ingress = (name: string, host: string, labels: Record<string, string>): KubeObject => ({
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { name, namespace: NAMESPACE, labels, annotations: {} },
+    spec: { rules: [{ host }] },
+  });
+
+  it.each([
+    [
+      'another deployment of this listener',
+      ingress('shop', 'shop.example.test', theirs(listener.id)),
+      `deployment ${OTHER_DEPLOYMENT}`,
+    ],
+    [
+      'an Ingress the agent does not manage',
+      ingress('platform', 'SHOP.example.test', {}),
+      `Ingress ${NAMESPACE}/platform, which this agent does not manage`,
+    ],
+  ])('already routed to %s is refused, nothing written', async (_, holder, named) => {
+    const { cluster, reconcile } = world(fresh, {
+      deployment: at('shop.example.test'),
+      cache: syncedCache(),
+      renderConfig: routing,
+    });
+    await cluster.create(holder);
+    const before = cluster.calls.length;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
+    expect(error?.reason).toBe('HostTaken');
+    expect(error?.message).toContain(
+      `source_config.custom_url: host shop.example.test is already routed to ${named}`,
+    );
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+  });
+
+  it('is taken when free, and kept by its first holder', async () => {
+    const { cluster, reconcile } = world(fresh, {
+      deployment: at('shop.example.test'),
+      cache: syncedCache(),
+      renderConfig: routing,
+    });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Ingress')).toEqual([`Ingress/${NAMESPACE}/hello`]);
   });
 });
