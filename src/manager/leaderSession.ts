@@ -135,7 +135,22 @@ export class LeaderSession {
     let polling: Promise<void> = Promise.resolve();
     metrics.leader.set(1);
     try {
-      this.#listener = await recordVersion(this.#o.controlPlane, this.#listener, this.#log);
+      // What is stored after the write, not what was read before it: an edit made meanwhile is followed.
+      this.#listener = await recordVersion({
+        client: this.#o.controlPlane,
+        listener: this.#listener,
+        logger: this.#log,
+        metrics,
+        events: parts.events,
+        // Listener-wide Events go on the agent's own ConfigMap, as a suspension of the listener's does.
+        eventSubject: {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          namespace: this.#o.agentNamespace,
+          name: SUSPENSIONS_CONFIGMAP,
+        },
+        signal,
+      });
       // Before the first poll: which deployments have objects here (for deletions and the guard).
       if (!(await this.#loadInventories(parts.inventories, signal))) return;
       // Before the first reconcile too: a suspended deployment is not applied after a restart.

@@ -29,6 +29,8 @@ export interface AgentMetrics {
   readonly suspendedDeployments: Gauge;
   /** 1 while the whole listener is suspended. */
   readonly listenerSuspended: Gauge;
+  /** Version records after which the listener held other namespaces than the agent had read. */
+  readonly listenerEditConflicts: Counter;
   /** Deployments whose change from the agent itself waits for the agent change rate. */
   readonly agentChangesWaiting: Gauge;
   /** Changes from the agent itself applied (each counted once, held first or not). */
@@ -265,6 +267,11 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
     listenerSuspended: new Gauge({
       name: 'k8s_listener_listener_suspended',
       help: '1 while the whole listener is suspended by an operator',
+      registers,
+    }),
+    listenerEditConflicts: new Counter({
+      name: 'k8s_listener_listener_edit_conflicts_total',
+      help: 'Times the listener, re-read right after the agent recorded its version on it, held other namespaces (or compute configuration) than the agent read before that write: someone edited it meanwhile',
       registers,
     }),
     agentChangesWaiting: new Gauge({
