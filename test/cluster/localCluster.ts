@@ -257,6 +257,8 @@ function fakeNode(name: string, podsPerNode: number): unknown {
   const resources = {
     cpu: large ? String(podsPerNode) : '64',
     memory: large ? `${podsPerNode * 2}Gi` : '256Gi',
+    // Every rendered container asks for ephemeral storage: a node without it schedules nothing.
+    'ephemeral-storage': large ? `${podsPerNode * 4}Gi` : '1Ti',
     pods: String(podsPerNode),
   };
   return {
