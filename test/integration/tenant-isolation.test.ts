@@ -224,6 +224,50 @@ describe("an object the agent keeps for another listener's deployment", () => {
   });
 });
 
+describe("a deleted deployment's kept database volume", () => {
+  it('is never bound by a later deployment of the same name, unless handed over by the platform team', async () => {
+    const spec = source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 });
+    const first = await setup.world.client.createDeployment(app(setup.world, 'shop', setup.ns, spec));
+    await waitForRevision(setup.world, first, 'DEPLOYED');
+    const readClaim = async () =>
+      (await setup.world.kube.core.listNamespacedPersistentVolumeClaim({ namespace: setup.ns })).items.find(
+        (c) => c.metadata?.name === 'data-shop-db-0',
+      );
+    const kept = await readClaim();
+    expect(kept?.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+
+    // Deleted: its objects go, its volume stays (reconcile.prune.keepDatabaseVolumes).
+    await setup.world.client.deleteDeployment(first.id);
+    await eventually(
+      'the first deployment pruned',
+      async () => ((await objectsOf(first.id)).length === 0 ? true : undefined),
+      60_000,
+    );
+    expect((await readClaim())?.metadata?.uid).toBe(kept?.metadata?.uid);
+
+    // Another tenant's deployment of the same name: its StatefulSet would bind the kept claim.
+    const second = await setup.world.client.createDeployment(app(setup.world, 'shop', setup.ns, spec));
+    await waitForRevision(setup.world, second, 'DEPLOY_FAILED');
+    expect(lastMessage(second.id)).toContain(
+      `StatefulSet/shop-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-shop-db-0, which exists and belongs to deployment ${first.id}: delete it, or label it ${LABEL_DEPLOYMENT_ID}=${second.id}`,
+    );
+    expect(await objectsOf(second.id)).toEqual([]);
+    const sets = await setup.world.kube.apps.listNamespacedStatefulSet({ namespace: setup.ns });
+    expect(sets.items.map((set) => set.metadata?.name)).not.toContain('shop-db');
+    expect((await readClaim())?.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+
+    // The platform team hands the volume over: the same revision goes on and binds it.
+    await setup.world.kube.core.patchNamespacedPersistentVolumeClaim({
+      name: 'data-shop-db-0',
+      namespace: setup.ns,
+      body: [{ op: 'replace', path: '/metadata/labels/k8s-listener.io~1deployment-id', value: second.id }],
+    });
+    await waitForRevision(setup.world, second, 'DEPLOYED');
+    expect(await objectsOf(second.id)).toContain('StatefulSet/shop-db');
+    expect((await readClaim())?.metadata?.uid).toBe(kept?.metadata?.uid);
+  }, 180_000);
+});
+
 // Issue 18, finding 4: digests of secret values in objects anyone with read access to the
 // namespace sees (pod templates, the inventory) must not let a weak secret be guessed offline.
 describe('a secret value', () => {
