@@ -8,7 +8,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatPath } from '../controlplane/parse.ts';
 import { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
-import { RenderConfig } from '../render/renderConfig.ts';
+import { RenderConfig, tenantReachableSources } from '../render/renderConfig.ts';
 import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 
 /** Chosen with bench:sync (README, "Benchmarks"): a cold sync is not slowed, a resync storm is capped. */
@@ -225,6 +225,13 @@ export async function loadAgentConfig(sources: ConfigSources): Promise<AgentConf
     throw new ConfigError(
       `invalid configuration: namespaces holds the agent's own namespace ${result.data.agentNamespace}: a deployment there could name the agent's ServiceAccount or mount its Secrets`,
       ['namespaces'],
+    );
+  }
+  const reachable = tenantReachableSources(result.data.render, result.data.namespaces ?? []);
+  if (reachable.length > 0) {
+    throw new ConfigError(
+      `invalid configuration: ${reachable.map(({ key, message }) => `${key}: ${message}`).join('; ')}`,
+      reachable.map(({ key }) => key),
     );
   }
   const { apiKey, apiKeyFile } = result.data.controlPlane;

@@ -9,6 +9,7 @@ import { buildObjects } from './objects.ts';
 import { planDeployment } from './plan.ts';
 import { checkPodSecurity } from './podSecurity.ts';
 import type { RenderConfig } from './renderConfig.ts';
+import { checkSecretPolicy } from './secretPolicy.ts';
 
 export type { KubeObject } from '../objects/kubeObject.ts';
 export { RenderError, type RenderProblem } from './errors.ts';
@@ -48,7 +49,10 @@ export function renderDeployment(input: RenderInput, config: RenderConfig): Rend
     const { plan, problems } = planDeployment(input, config);
     if (!plan) return { ok: false, error: new RenderError(input.deployment.id, problems) };
     const objects = buildObjects(plan, config, input.digestKey);
-    const unsafe = objects.flatMap((object) => checkPodSecurity(object, config.policy.podSecurity));
+    const unsafe = [
+      ...objects.flatMap((object) => checkPodSecurity(object, config.policy.podSecurity)),
+      ...checkSecretPolicy(objects, config),
+    ];
     if (unsafe.length > 0) return { ok: false, error: new RenderError(input.deployment.id, unsafe) };
     return {
       ok: true,

@@ -68,3 +68,9 @@ export function isLabelValue(value: string): boolean {
 export function isHostname(value: string): boolean {
   return value.length <= 253 && DNS1123_SUBDOMAIN.test(value);
 }
+
+/** `name` matches `pattern`, where `*` stands for any run of characters. */
+export function matchesPattern(name: string, pattern: string): boolean {
+  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${escaped.join('.*')}$`).test(name);
+}

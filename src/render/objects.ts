@@ -272,13 +272,21 @@ function object(
   };
 }
 
-function resources(resolved: ResolvedResources): Json {
+const EPHEMERAL_STORAGE = 'ephemeral-storage';
+
+/** Requests and limits of a container the agent defines itself (application, database, store). */
+function resources(resolved: ResolvedResources, config: RenderConfig): Json {
   const limits: Json = {};
   if (resolved.cpuLimit !== undefined) limits.cpu = cpuQuantity(resolved.cpuLimit);
   if (resolved.memoryLimitMb !== undefined) limits.memory = memoryQuantity(resolved.memoryLimitMb);
+  limits[EPHEMERAL_STORAGE] = memoryQuantity(config.limits.ephemeralStorageMb);
   return {
-    requests: { cpu: cpuQuantity(resolved.cpu), memory: memoryQuantity(resolved.memoryMb) },
-    ...(Object.keys(limits).length > 0 ? { limits } : {}),
+    requests: {
+      cpu: cpuQuantity(resolved.cpu),
+      memory: memoryQuantity(resolved.memoryMb),
+      [EPHEMERAL_STORAGE]: memoryQuantity(config.limits.ephemeralStorageRequestMb),
+    },
+    limits,
   };
 }
 
@@ -328,22 +336,30 @@ function userContainer(container: Container, config: RenderConfig): Json {
   });
 }
 
-/** The deployment's own requests and limits, with the missing requests filled from the config. */
+/**
+ * A sidecar's or init container's own requests and limits, what is missing filled from the
+ * config by the rules of the agent's own containers: a request where neither is given, and a limit
+ * where only a request is (memory and cpu as `render.limits` says; ephemeral storage always). A
+ * limit without a request is left so: the API server takes the limit as the request.
+ */
 function extraContainerResources(given: Container['resources'], config: RenderConfig): Json {
   const requests: Json = { ...(given?.requests ?? {}) };
   const limits: Json = { ...(given?.limits ?? {}) };
   const defaults = config.extraContainers;
-  // A limit without a request makes the API server use the limit as the request.
-  if (requests.cpu === undefined && limits.cpu === undefined) requests.cpu = cpuQuantity(defaults.cpu);
-  if (requests.memory === undefined && limits.memory === undefined) {
-    requests.memory = memoryQuantity(defaults.memoryMb);
-    if (config.limits.memoryWhenOnlyRequest === 'request') limits.memory = requests.memory;
-  }
-  return compact({
-    ...(given ?? {}),
-    requests,
-    limits: Object.keys(limits).length > 0 ? limits : undefined,
-  });
+  const fill = (resource: string, request: string, limitFollows: boolean, defaultLimit?: string) => {
+    if (limits[resource] !== undefined) return;
+    requests[resource] ??= request;
+    if (limitFollows) limits[resource] = given?.requests?.[resource] ?? defaultLimit ?? requests[resource];
+  };
+  fill('cpu', cpuQuantity(defaults.cpu), config.limits.cpuWhenOnlyRequest === 'request');
+  fill('memory', memoryQuantity(defaults.memoryMb), config.limits.memoryWhenOnlyRequest === 'request');
+  fill(
+    EPHEMERAL_STORAGE,
+    memoryQuantity(config.limits.ephemeralStorageRequestMb),
+    true,
+    memoryQuantity(config.limits.ephemeralStorageMb),
+  );
+  return compact({ ...(given ?? {}), requests, limits });
 }
 
 /** True when the deployment has queue workers: the main workload then runs no jobs itself. */
@@ -429,7 +445,7 @@ function appPodTemplate(
       workload.role === 'main' && config.app.preStopSleepSeconds
         ? { preStop: { sleep: { seconds: config.app.preStopSleepSeconds } } }
         : undefined,
-    resources: resources(workload.resources),
+    resources: resources(workload.resources, config),
     volumeMounts: mounts(spec.volume_mounts),
     securityContext: containerHardening(config),
   });
@@ -503,7 +519,7 @@ function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: Obje
               exec: { command: ['pg_isready', '-U', db.user, '-d', db.database] },
               periodSeconds: 5,
             },
-            resources: database ? resources(database.resources) : undefined,
+            resources: database ? resources(database.resources, config) : undefined,
             volumeMounts: [{ name: 'data', mountPath: '/var/lib/postgresql/data' }],
             securityContext: containerHardening(config),
           }),
@@ -549,7 +565,7 @@ function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, names: ObjectNa
             exec: { command: ['sh', '-c', 'REDISCLI_AUTH="$REDIS_PASSWORD" redis-cli ping'] },
             periodSeconds: 5,
           },
-          resources: plan.kvstore ? resources(plan.kvstore.resources) : undefined,
+          resources: plan.kvstore ? resources(plan.kvstore.resources, config) : undefined,
           volumeMounts: [{ name: 'data', mountPath: '/data' }],
           securityContext: containerHardening(config),
         }),

@@ -22,9 +22,12 @@ import {
   isLabelValue,
   isQualifiedKey,
   isSecretKey,
+  matchesPattern,
 } from './names.ts';
+import { objectNames } from './objects.ts';
 import { cpuMillis } from './quantities.ts';
 import type { RenderConfig } from './renderConfig.ts';
+import { secretRefusal } from './secretPolicy.ts';
 
 export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
 
@@ -216,7 +219,18 @@ export function planDeployment(
       };
   }
 
-  checkSecrets(secrets, secretReferences, config, problems);
+  // The Secrets render generates for this deployment: its own to name, whatever the policy says.
+  const generated = base === undefined ? undefined : objectNames(base);
+  const ownSecrets = new Set(
+    generated
+      ? [
+          ...(secrets.length > 0 ? [generated.secrets] : []),
+          ...(database ? [generated.databaseCredentials] : []),
+          ...(kvstore ? [generated.kvstoreCredentials] : []),
+        ]
+      : [],
+  );
+  checkSecrets(secrets, secretReferences, ownSecrets, config, problems);
   checkReservedEnv(deployment, agentEnv(config, database !== undefined, kvstore !== undefined), problems);
   checkPodMetadata(spec, config, problems);
   checkVolumesAndContainers(spec, config, problems);
@@ -368,6 +382,7 @@ function resolveResources(
 function checkSecrets(
   secrets: readonly Secret[],
   references: readonly SecretReference[],
+  ownSecrets: ReadonlySet<string>,
   config: RenderConfig,
   problems: Problems,
 ): void {
@@ -392,15 +407,11 @@ function checkSecrets(
     if (seen.has(reference.name))
       problems.add(`secret_references[${i}].name`, `duplicate name ${reference.name}`);
     seen.add(reference.name);
-    if (!isHostname(reference.secret_name))
-      problems.add(`secret_references[${i}].secret_name`, 'is not a valid Secret name');
-    else if (
-      !config.policy.secretReferences.some((pattern) => matchesPattern(reference.secret_name, pattern))
-    )
-      problems.add(
-        `secret_references[${i}].secret_name`,
-        `Secret ${reference.secret_name} is not allowed by render.policy.secretReferences (${config.policy.secretReferences.join(', ') || 'none'})`,
-      );
+    // The same policy as every other route to a Secret (secretPolicy.ts), named at this field.
+    const refused = isHostname(reference.secret_name)
+      ? secretRefusal(reference.secret_name, ownSecrets, config)
+      : 'is not a valid Secret name';
+    if (refused) problems.add(`secret_references[${i}].secret_name`, refused);
     if (!isSecretKey(reference.secret_key))
       problems.add(`secret_references[${i}].secret_key`, 'is not a valid Secret key');
   });
@@ -482,6 +493,9 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
         (kind === 'labels' || isAgentAnnotation(key))
       ) {
         problems.add(path, 'is reserved for the agent');
+      } else {
+        const refused = metadataKeyRefusal(key, kind, config);
+        if (refused) problems.add(path, refused);
       }
       if (typeof value !== 'string') problems.add(path, 'must be a string');
       else if (kind === 'labels' && !isLabelValue(value)) problems.add(path, 'is not a valid label value');
@@ -506,6 +520,27 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
   });
 }
 
+/**
+ * Why the platform refuses a pod annotation or label key, or undefined: it must match an allow
+ * pattern and no deny pattern of `render.policy.podAnnotations` / `podLabels`. Case is ignored, so
+ * that a key spelt otherwise than its webhook reads it is refused all the same.
+ */
+function metadataKeyRefusal(
+  key: string,
+  kind: 'labels' | 'annotations',
+  config: RenderConfig,
+): string | undefined {
+  const setting = kind === 'labels' ? 'podLabels' : 'podAnnotations';
+  const { allow, deny } = config.policy[setting];
+  const matches = (pattern: string) => matchesPattern(key.toLowerCase(), pattern.toLowerCase());
+  const denied = deny.find(matches);
+  if (denied !== undefined)
+    return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is refused by render.policy.${setting}.deny (${denied}): it changes what the cluster does to the pod`;
+  if (!allow.some(matches))
+    return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is not allowed by render.policy.${setting}.allow (${allow.join(', ') || 'none'})`;
+  return undefined;
+}
+
 function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, problems: Problems): void {
   const volumes = new Set<string>();
   spec.volumes?.forEach((volume, i) => {
@@ -514,6 +549,18 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
     if (volumes.has(volume.name))
       problems.add(`${SPEC}.volumes[${i}].name`, `duplicate volume name ${volume.name}`);
     volumes.add(volume.name);
+    if (volume.csi != null) {
+      // An inline CSI volume mounts whatever its driver's configuration and credentials reach.
+      const driver = volume.csi.driver;
+      const drivers = config.policy.csiDrivers;
+      if (typeof driver !== 'string' || driver === '')
+        problems.add(`${SPEC}.volumes[${i}].csi.driver`, 'a CSI driver name is required');
+      else if (!drivers.some((pattern) => matchesPattern(driver, pattern)))
+        problems.add(
+          `${SPEC}.volumes[${i}].csi.driver`,
+          `CSI driver ${driver} is not allowed by render.policy.csiDrivers (${drivers.join(', ') || 'none'})`,
+        );
+    }
     const sources = volume.projected?.sources;
     (Array.isArray(sources) ? sources : []).forEach((source: unknown, j) => {
       if (
@@ -539,12 +586,6 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
       checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, problems);
     });
   }
-}
-
-/** `name` matches `pattern`, where `*` stands for any run of characters. */
-export function matchesPattern(name: string, pattern: string): boolean {
-  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${escaped.join('.*')}$`).test(name);
 }
 
 function checkMounts(

@@ -25,6 +25,141 @@ const OK_LIVENESS = {
   failureThreshold: 6,
 };
 
+/**
+ * Pod annotation and label keys by which the cluster, not the pod, changes: which networks it is
+ * attached to, whether a mesh proxy (and its mTLS and policies) sees its traffic, which credentials
+ * a webhook injects. A deployment that sets one steps around what the platform team runs.
+ */
+export const CLUSTER_BEHAVIOUR_KEYS = [
+  // Network attachment: interfaces and addresses no NetworkPolicy covers.
+  'k8s.v1.cni.cncf.io/*',
+  'v1.multus-cni.io/*',
+  'cni.projectcalico.org/*',
+  'k8s.ovn.org/*',
+  'ovn.kubernetes.io/*',
+  'cilium.io/*',
+  '*.cilium.io/*',
+  // Service-mesh injection and traffic capture.
+  'istio.io/*',
+  '*.istio.io/*',
+  'linkerd.io/*',
+  '*.linkerd.io/*',
+  'consul.hashicorp.com/*',
+  'kuma.io/*',
+  '*.kuma.io/*',
+  'openservicemesh.io/*',
+  'appmesh.k8s.aws/*',
+  // Secret and identity injection.
+  'vault.hashicorp.com/*',
+  'vault.security.banzaicloud.io/*',
+  '*agent-inject*',
+  'secrets-store.csi.k8s.io/*',
+  'akeyless/*',
+  'secrets.doppler.com/*',
+  'secrets.infisical.com/*',
+  'operator.1password.io/*',
+  'conjur.org/*',
+  'azure.workload.identity/*',
+];
+/** The prefixes Kubernetes reserves for its own components, which platform policies select by. */
+const KUBERNETES_KEYS = ['kubernetes.io/*', '*.kubernetes.io/*', 'k8s.io/*', '*.k8s.io/*'];
+
+function podMetadataPolicy(what: 'annotation' | 'label', deny: readonly string[], denyDescription: string) {
+  return z
+    .strictObject({
+      allow: z
+        .array(z.string().min(1))
+        .default(['*'])
+        .describe(
+          `${what === 'label' ? 'Label' : 'Annotation'} keys a deployment may set on its pods (\`resource_spec.${what}s\`): a key is taken when it matches an \`allow\` pattern and no \`deny\` pattern (\`*\` is any run of characters; case is ignored); any other is refused, naming the key.`,
+        ),
+      deny: z
+        .array(z.string().min(1))
+        .default([...deny])
+        .describe(denyDescription),
+    })
+    .prefault({})
+    .describe(`Pod ${what}s a deployment may set.`);
+}
+
+type Json = Record<string, unknown>;
+const record = (value: unknown): Json | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+
+/**
+ * Why a NetworkPolicy peer of `allowFrom` would let a tenant in, or undefined. A pod selector is
+ * evaluated in the namespaces the peer's namespace selector picks — without one, the policy's own
+ * namespace, where every deployment labels its own pods as it likes. So a peer must pick its
+ * namespaces positively (a label they carry): an empty selector, or one of only `NotIn` and
+ * `DoesNotExist`, picks the listener's namespaces as well.
+ */
+function peerProblem(peer: Json): { path: string[]; message: string } | undefined {
+  if (peer.ipBlock !== undefined) return undefined;
+  const selector = record(peer.namespaceSelector);
+  if (!selector)
+    return {
+      path: [],
+      message:
+        "a peer without a namespaceSelector selects pods of the deployment's own namespace by labels any deployment there can set on its pods: give the namespace it admits",
+    };
+  const labels = Object.keys(record(selector.matchLabels) ?? {});
+  const expressions = Array.isArray(selector.matchExpressions) ? selector.matchExpressions : [];
+  const positive = expressions.some((expression) => {
+    const operator = record(expression)?.operator;
+    return operator === 'In' || operator === 'Exists';
+  });
+  if (labels.length === 0 && !positive)
+    return {
+      path: ['namespaceSelector'],
+      message:
+        "selects every namespace but those it excludes, the listener's among them, where any deployment can label its pods to match: select the namespaces it admits by a label they carry",
+    };
+  return undefined;
+}
+
+/** The namespaces a peer's namespace selector names by `kubernetes.io/metadata.name`. */
+function namedNamespaces(peer: Json): string[] {
+  const selector = record(peer.namespaceSelector);
+  if (!selector) return [];
+  const named: string[] = [];
+  const byLabel = record(selector.matchLabels)?.[NAMESPACE_NAME_LABEL];
+  if (typeof byLabel === 'string') named.push(byLabel);
+  for (const expression of Array.isArray(selector.matchExpressions) ? selector.matchExpressions : []) {
+    const { key, operator, values } = record(expression) ?? {};
+    if (key === NAMESPACE_NAME_LABEL && operator === 'In' && Array.isArray(values))
+      named.push(...values.filter((value): value is string => typeof value === 'string'));
+  }
+  return named;
+}
+
+/**
+ * The network settings that would admit the listener's own namespaces — where deployments run and
+ * label their pods as they like — as sources of every deployment's application pods.
+ */
+export function tenantReachableSources(
+  config: RenderConfig,
+  namespaces: readonly string[],
+): { readonly key: string; readonly message: string }[] {
+  const tenant = new Set(namespaces);
+  const found: { key: string; message: string }[] = [];
+  const { ingressControllerNamespace, allowFrom } = config.networkPolicy;
+  if (ingressControllerNamespace !== undefined && tenant.has(ingressControllerNamespace))
+    found.push({
+      key: 'render.networkPolicy.ingressControllerNamespace',
+      message: `${ingressControllerNamespace} is one of the agent's namespaces: every deployment's pods there would reach every other's application`,
+    });
+  for (const [i, peer] of allowFrom.entries()) {
+    const named = namedNamespaces(peer).filter((namespace) => tenant.has(namespace));
+    if (named.length > 0)
+      found.push({
+        key: `render.networkPolicy.allowFrom[${i}].namespaceSelector`,
+        message: `admits ${named.join(', ')}, of the agent's namespaces, where any deployment can label its pods to match`,
+      });
+  }
+  return found;
+}
+
 export const RenderConfig = z.strictObject({
   app: z
     .strictObject({
@@ -135,17 +270,37 @@ export const RenderConfig = z.strictObject({
         .enum(['request', 'none'])
         .default('request')
         .describe(
-          'Memory limit when only a request is given: the request (memory is not compressible; a higher limit invites OOM kills under pressure).',
+          'Memory limit of a container given only a memory request (or none, and so the default request): the request (memory is not compressible; a higher limit invites OOM kills under pressure). Applied to every container kind: main, queue, orchestrator, executor, sidecars, native sidecars and init containers, database, key-value store. `none` leaves such a container without a memory limit: only for namespaces whose LimitRange gives one.',
         ),
       cpuWhenOnlyRequest: z
         .enum(['request', 'none'])
         .default('none')
         .describe(
-          'Cpu limit when only a request is given: none (cpu limits throttle; requests already reserve the share).',
+          'Cpu limit of a container given only a cpu request, every kind alike: none (cpu limits throttle; requests already reserve the share).',
+        ),
+      ephemeralStorageMb: z
+        .number()
+        .positive()
+        .default(1024)
+        .describe(
+          "MiB of ephemeral storage (the container's writable layer, its logs, and the disk-backed `emptyDir` volumes its pod shares) every container may use, of every kind, unless the deployment gives a sidecar or init container its own `ephemeral-storage` limit (or only a request, which is then the limit too): past it, the kubelet evicts the pod rather than let one deployment fill the node's disk.",
+        ),
+      ephemeralStorageRequestMb: z
+        .number()
+        .positive()
+        .default(64)
+        .describe(
+          'MiB of ephemeral storage every container requests unless the deployment gives a sidecar or init container its own: what the scheduler reserves on the node (a container given only a limit requests its limit, as Kubernetes defaults it). At most `ephemeralStorageMb`.',
         ),
     })
+    .refine((limits) => limits.ephemeralStorageRequestMb <= limits.ephemeralStorageMb, {
+      message: 'must not be above ephemeralStorageMb, the limit it is requested under',
+      path: ['ephemeralStorageRequestMb'],
+    })
     .prefault({})
-    .describe('Limits when only a request is given, applied alike to every workload.'),
+    .describe(
+      'Limits of every container the agent renders, of every kind: a container never runs without a memory and an ephemeral-storage limit unless this says so.',
+    ),
   extraContainers: z
     .strictObject({
       cpu: z.number().positive().default(0.05).describe('cores'),
@@ -296,13 +451,29 @@ export const RenderConfig = z.strictObject({
         .array(z.string().min(1))
         .default(['*'])
         .describe(
-          "Secrets a deployment's `secret_references` may name (names or `*` patterns): the Secrets the platform team made for deployments. Whatever this allows, a Secret the agent manages for another deployment is never used.",
+          "Secrets a deployment's pods may name (names or `*` patterns), by every route a pod names one: `secret_references`, a sidecar's or init container's `env` (`secretKeyRef`) and `envFrom`, `secret` volumes and projected `secret` sources, a CSI volume's `nodePublishSecretRef`, `image_pull_secrets`. The Secrets the agent generates for the deployment itself are always its own; the Ingress TLS Secret (`render.ingress.tlsSecretName`) and the agent's digest-key Secret never, whatever this says; nor a Secret the agent manages for another deployment.",
         ),
       serviceAccountTokens: z
         .boolean()
         .default(false)
         .describe(
           'Mount the token of a named ServiceAccount, and allow projected serviceAccountToken volumes. Off: no deployment gets a token.',
+        ),
+      podAnnotations: podMetadataPolicy(
+        'annotation',
+        CLUSTER_BEHAVIOUR_KEYS,
+        'Annotation keys refused even when `allow` takes them. The default: the keys by which the cluster itself treats a pod otherwise — network attachments (Multus, Calico, OVN, Cilium: interfaces and addresses no NetworkPolicy covers), service-mesh injection and traffic capture (Istio, Linkerd, Consul, Kuma, Open Service Mesh, App Mesh: out of the mesh, its mTLS and its policies), secret and identity injection (Vault, Bank-Vaults, Secrets Store CSI, any `agent-inject`, Akeyless, Doppler, Infisical, 1Password, Conjur, Azure workload identity). Setting it replaces the whole list.',
+      ),
+      podLabels: podMetadataPolicy(
+        'label',
+        [...CLUSTER_BEHAVIOUR_KEYS, ...KUBERNETES_KEYS],
+        "Label keys refused even when `allow` takes them. The default: those of `podAnnotations.deny` (meshes and injectors read labels too), and the prefixes Kubernetes reserves for its own components (`kubernetes.io/`, `k8s.io/` and their subdomains), by which platform policies select pods. The agent's own labels are refused whatever this says. Setting it replaces the whole list.",
+      ),
+      csiDrivers: z
+        .array(z.string().min(1))
+        .default([])
+        .describe(
+          "CSI drivers a deployment may name in an inline `csi` volume (names or `*` patterns). Empty: inline CSI volumes are refused — a driver mounts what its own configuration and credentials reach, which is the platform team's to vouch for.",
         ),
       podSecurity: z
         .enum(['restricted', 'baseline'])
@@ -329,9 +500,16 @@ export const RenderConfig = z.strictObject({
         .describe("The ingress controller's namespace: its pods may reach the application workloads."),
       allowFrom: z
         .array(FreeForm)
+        .superRefine((peers, ctx) => {
+          for (const [i, peer] of peers.entries()) {
+            const problem = peerProblem(peer);
+            if (problem)
+              ctx.addIssue({ code: 'custom', message: problem.message, path: [i, ...problem.path] });
+          }
+        })
         .default([])
         .describe(
-          "More sources the application workloads accept connections from: NetworkPolicyPeer objects (e.g. a monitoring namespace). The database and key-value store accept only the deployment's own pods, whatever this says.",
+          "More sources the application workloads accept connections from: NetworkPolicyPeer objects (e.g. a monitoring namespace). Each peer names the namespaces it admits (a `namespaceSelector` with `matchLabels` or an `In`/`Exists` expression), or is an `ipBlock`: a pod selector alone would select pods of the deployment's own namespace, where every deployment sets its pods' labels, and an empty or negative namespace selector takes the listener's namespaces too; a peer naming one of the agent's `namespaces` by `kubernetes.io/metadata.name` is refused likewise. The database and key-value store accept only the deployment's own pods, whatever this says.",
         ),
     })
     .prefault({})

@@ -22,7 +22,9 @@ import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, revisionStatus, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
-const setup = useAgentWorld();
+// The thief's CSI volume names its driver as a platform would list it: what is tried is the
+// Secret it names, not a driver the platform never allowed.
+const setup = useAgentWorld({ render: { policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } } });
 
 const source = (resource_spec: Record<string, unknown>) => ({
   source_config: {

@@ -12,11 +12,17 @@ export const minimalDeployment = Deployment.parse(read('deployment-minimal.json'
 export const listener = Listener.parse(read('listener.json'));
 /**
  * The golden files' configuration. Pod Security baseline: the maximal example uses every volume
- * type of the interface, nfs included, which restricted (the default) refuses.
+ * type of the interface, nfs included, which restricted (the default) refuses; and its inline CSI
+ * volume's driver, which no platform allows by default.
  */
 export const goldenConfig = RenderConfig.parse({
   ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
-  policy: { podSecurity: 'baseline', serviceAccounts: ['agent-*'], serviceAccountTokens: true },
+  policy: {
+    podSecurity: 'baseline',
+    serviceAccounts: ['agent-*'],
+    serviceAccountTokens: true,
+    csiDrivers: ['secrets-store.csi.k8s.io'],
+  },
 });
 
 export function config(overrides: RenderConfigInput = {}): RenderConfig {

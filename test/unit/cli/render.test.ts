@@ -53,7 +53,7 @@ describe('render command', () => {
     const dir = mkdtempSync(join(tmpdir(), 'render-config-'));
     writeFileSync(
       join(dir, 'config.yaml'),
-      'render:\n  policy:\n    podSecurity: baseline\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n',
+      'render:\n  policy:\n    podSecurity: baseline\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n    csiDrivers: [secrets-store.csi.k8s.io]\n',
     );
     const { code, stdout } = await capture([
       '--file',
@@ -128,11 +128,11 @@ describe('render command', () => {
   }, 60_000);
 
   it('refuses what the Pod Security level forbids, naming the field (restricted by default: no nfs)', async () => {
-    // Its ServiceAccount allowed, so that what is left is the nfs volume.
+    // Its ServiceAccount and CSI driver allowed, so that what is left is the nfs volume.
     const dir = mkdtempSync(join(tmpdir(), 'render-config-'));
     writeFileSync(
       join(dir, 'config.yaml'),
-      'render:\n  policy:\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n',
+      'render:\n  policy:\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n    csiDrivers: [secrets-store.csi.k8s.io]\n',
     );
     const { code, stdout, stderr } = await capture([
       '--file',

@@ -349,7 +349,11 @@ describe('references of a deployment’s pods (in memory)', () => {
       { name: 'a', secret: { secretName: 'victim-secrets' } },
       { name: 'b', csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: 'not-yet' } } },
     ]);
-    const { cluster, reconcile } = world(fresh, { deployment: both });
+    // The CSI driver listed, as a platform would: what is tried is the Secret the volume names.
+    const { cluster, reconcile } = world(fresh, {
+      deployment: both,
+      renderConfig: RenderConfig.parse({ policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } }),
+    });
     await cluster.create(secret('victim-secrets', theirs(OTHER_LISTENER)));
     const outcome = await reconcile();
     expect(outcome.result).toBe('terminal');

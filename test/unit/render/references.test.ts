@@ -8,7 +8,10 @@ import { podReferences } from '../../../src/render/references.ts';
 import { config, minimalDeployment, withSpec } from '../../support/renderFixtures.ts';
 
 function rendered(spec: ResourceSpec): KubeObject[] {
-  const result = renderDeployment(withSpec({ min_scale: 1, max_scale: 1, ...spec }), config());
+  const result = renderDeployment(
+    withSpec({ min_scale: 1, max_scale: 1, ...spec }),
+    config({ policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } }),
+  );
   if (!result.ok) throw result.error;
   return result.value.objects;
 }

@@ -84,6 +84,10 @@ describe('scales', () => {
   });
 });
 
+// Every container's ephemeral storage, by default (render.limits.ephemeralStorage*).
+const DISK_REQUEST = { 'ephemeral-storage': '64Mi' };
+const DISK_LIMIT = { 'ephemeral-storage': '1024Mi' };
+
 describe('cpu and memory', () => {
   it.each([
     [
@@ -107,7 +111,10 @@ describe('cpu and memory', () => {
     ['nothing: the dev defaults', {}, { cpu: '250m', memory: '512Mi' }, { memory: '512Mi' }],
   ])('%s', (_name, spec, requests, limits) => {
     const resources = appContainer(find(render(withSpec(spec)), 'Deployment')).resources;
-    expect(resources).toEqual({ requests, limits });
+    expect(resources).toEqual({
+      requests: { ...requests, ...DISK_REQUEST },
+      limits: { ...limits, ...DISK_LIMIT },
+    });
   });
 
   it('applies the configured limit rule the same way to every workload', () => {
@@ -123,9 +130,18 @@ describe('cpu and memory', () => {
       }),
       cfg,
     );
-    expect(appContainer(find(objects, 'Deployment', 'hello')).resources.limits).toEqual({ cpu: '1' });
-    expect(appContainer(find(objects, 'Deployment', '-queue')).resources.limits).toEqual({ cpu: '500m' });
-    expect(appContainer(find(objects, 'StatefulSet', '-db')).resources.limits).toEqual({ cpu: '250m' });
+    expect(appContainer(find(objects, 'Deployment', 'hello')).resources.limits).toEqual({
+      cpu: '1',
+      ...DISK_LIMIT,
+    });
+    expect(appContainer(find(objects, 'Deployment', '-queue')).resources.limits).toEqual({
+      cpu: '500m',
+      ...DISK_LIMIT,
+    });
+    expect(appContainer(find(objects, 'StatefulSet', '-db')).resources.limits).toEqual({
+      cpu: '250m',
+      ...DISK_LIMIT,
+    });
   });
 
   it('refuses a limit below its request, negative and zero quantities, naming each field', () => {
@@ -647,31 +663,61 @@ describe('pod metadata, volumes and extra containers', () => {
   });
 
   it.each([
-    ['nothing', undefined, { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '64Mi' } }],
+    [
+      'nothing',
+      undefined,
+      {
+        requests: { cpu: '50m', memory: '64Mi', ...DISK_REQUEST },
+        limits: { memory: '64Mi', ...DISK_LIMIT },
+      },
+    ],
     [
       'only a cpu request',
       { requests: { cpu: '200m' } },
-      { requests: { cpu: '200m', memory: '64Mi' }, limits: { memory: '64Mi' } },
+      {
+        requests: { cpu: '200m', memory: '64Mi', ...DISK_REQUEST },
+        limits: { memory: '64Mi', ...DISK_LIMIT },
+      },
     ],
     [
       'only limits (the API server takes them as requests)',
-      { limits: { cpu: '1', memory: '1Gi' } },
-      { requests: {}, limits: { cpu: '1', memory: '1Gi' } },
+      { limits: { cpu: '1', memory: '1Gi', 'ephemeral-storage': '2Gi' } },
+      { requests: {}, limits: { cpu: '1', memory: '1Gi', 'ephemeral-storage': '2Gi' } },
     ],
     [
       'both',
       { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '48Mi' } },
-      { requests: { cpu: '10m', memory: '32Mi' }, limits: { memory: '48Mi' } },
+      {
+        requests: { cpu: '10m', memory: '32Mi', ...DISK_REQUEST },
+        limits: { memory: '48Mi', ...DISK_LIMIT },
+      },
     ],
-  ])('gives a sidecar and an init container that set %s the missing requests', (_name, given, expected) => {
-    const container = { name: 'side', image: 'busybox:1', ...(given ? { resources: given } : {}) };
-    const objects = render(
-      withSpec({ sidecars: [container], init_containers: [{ ...container, name: 'init' }] }),
-    );
-    const pod = (find(objects, 'Deployment') as Json).spec.template.spec;
-    expect(pod.containers[1].resources).toEqual(expected);
-    expect(pod.initContainers[0].resources).toEqual(expected);
-  });
+    // A request alone is the limit too, as for the agent's own containers: never no limit.
+    [
+      'only a memory request',
+      { requests: { memory: '1Mi' } },
+      { requests: { cpu: '50m', memory: '1Mi', ...DISK_REQUEST }, limits: { memory: '1Mi', ...DISK_LIMIT } },
+    ],
+    [
+      'only an ephemeral-storage request',
+      { requests: { 'ephemeral-storage': '5Gi' } },
+      {
+        requests: { cpu: '50m', memory: '64Mi', 'ephemeral-storage': '5Gi' },
+        limits: { memory: '64Mi', 'ephemeral-storage': '5Gi' },
+      },
+    ],
+  ])(
+    'gives a sidecar and an init container that set %s the missing requests and limits',
+    (_name, given, expected) => {
+      const container = { name: 'side', image: 'busybox:1', ...(given ? { resources: given } : {}) };
+      const objects = render(
+        withSpec({ sidecars: [container], init_containers: [{ ...container, name: 'init' }] }),
+      );
+      const pod = (find(objects, 'Deployment') as Json).spec.template.spec;
+      expect(pod.containers[1].resources).toEqual(expected);
+      expect(pod.initContainers[0].resources).toEqual(expected);
+    },
+  );
 
   it('refuses a mount of a missing volume, duplicate names, a bad env name, a missing sidecar image', () => {
     const found = problems(
@@ -803,7 +849,7 @@ describe('deployment type and custom URL', () => {
           'Deployment',
         ),
       ).resources.requests,
-    ).toEqual({ cpu: '100m', memory: '256Mi' });
+    ).toEqual({ cpu: '100m', memory: '256Mi', ...DISK_REQUEST });
   });
 
   it('makes an Ingress for custom_url only when an ingress class is configured', () => {
