@@ -21,6 +21,7 @@ import {
   qualifiedResource,
   type RequiredAccess,
 } from '../reconcile/requiredAccess.ts';
+import { terminalJson, terminalText } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 import {
   CONFIG_FLAGS,
@@ -75,7 +76,7 @@ export async function runCheckCommand(
   io: CheckIo = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   const usage = (message: string): number => {
-    (io.stderr ?? process.stderr).write(`${AGENT_NAME} check: ${message}\n\n${CHECK_USAGE}`);
+    (io.stderr ?? process.stderr).write(`${AGENT_NAME} check: ${terminalText(message)}\n\n${CHECK_USAGE}`);
     return CHECK_EXIT_USAGE;
   };
   let values: ReturnType<typeof parseFlags>['values'];
@@ -92,9 +93,7 @@ export async function runCheckCommand(
     return usage(`--output must be text or json, not ${values.output}`);
   }
   const report = await runPreflight(values);
-  io.stdout.write(
-    values.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatChecklist(report),
-  );
+  io.stdout.write(values.output === 'json' ? `${terminalJson(report, 2)}\n` : formatChecklist(report));
   return report.ok ? 0 : 1;
 }
 
@@ -497,13 +496,16 @@ function accessLine(
   };
 }
 
-/** The checklist as text: one line per check, its reason and fix indented below a failure. */
+/**
+ * The checklist as text: one line per check, its reason and fix indented below a failure. Titles
+ * and reasons quote the control plane's listener and servers' errors: each is escaped to one line.
+ */
 export function formatChecklist(report: CheckReport): string {
   const out: string[] = [];
   for (const line of report.checks) {
-    out.push(`${line.ok ? '✓' : '✗'} ${line.title}`);
-    if (!line.ok && line.reason) out.push(`    reason: ${line.reason}`);
-    if (!line.ok && line.fix) out.push(`    fix:    ${line.fix}`);
+    out.push(`${line.ok ? '✓' : '✗'} ${terminalText(line.title)}`);
+    if (!line.ok && line.reason) out.push(`    reason: ${terminalText(line.reason)}`);
+    if (!line.ok && line.fix) out.push(`    fix:    ${terminalText(line.fix)}`);
   }
   const failed = report.checks.filter((line) => !line.ok).length;
   out.push(

@@ -7,6 +7,7 @@ import { ControlPlaneClient } from '../controlplane/client.ts';
 import type { KubeClient } from '../kube/index.ts';
 import { loadDigestKey } from '../manager/digestKey.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
+import { terminalLine } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 
 export const CONFIG_FLAGS = {
@@ -74,7 +75,9 @@ export async function commandDigestKey(
     return key;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    stderr.write(`warning: the digest key in ${where} could not be read (${reason}): ${without}\n`);
+    stderr.write(
+      terminalLine(`warning: the digest key in ${where} could not be read (${reason}): ${without}`),
+    );
     return undefined;
   }
 }

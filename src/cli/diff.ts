@@ -2,7 +2,6 @@
 // diff per object (dry-run server-side apply against the live object), plus what would be pruned.
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { stringify } from 'yaml';
 import type { AgentConfig } from '../config/agentConfig.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { KubeClient } from '../kube/kubeClient.ts';
@@ -10,6 +9,7 @@ import type { ChangeSetEntry } from '../kube/serverDiff.ts';
 import { managedNamespaces as managedNamespacesOf } from '../reconcile/managedNamespaces.ts';
 import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
 import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
+import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 import {
   CONFIG_FLAGS,
@@ -41,7 +41,7 @@ export interface DiffIo {
 }
 
 const OUTPUTS = ['diff', 'json', 'yaml'] as const;
-type Output = (typeof OUTPUTS)[number];
+export type DiffOutput = (typeof OUTPUTS)[number];
 
 /** A usage or setup problem: exit status 2, with the message. */
 class DiffSetupError extends Error {
@@ -57,7 +57,9 @@ export async function runDiffCommand(
   try {
     return await diff(argv, io);
   } catch (error) {
-    io.stderr.write(`k8s-listener diff: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr.write(
+      terminalLine(`k8s-listener diff: ${error instanceof Error ? error.message : String(error)}`),
+    );
     return 2;
   }
 }
@@ -78,7 +80,7 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
   }
   if (positionals.length > 1)
     throw new DiffSetupError(`at most one DEPLOYMENT, not ${positionals.join(' ')}`);
-  const output = values.output as Output;
+  const output = values.output as DiffOutput;
   if (!OUTPUTS.includes(output))
     throw new DiffSetupError(`--output must be diff, json or yaml, not ${values.output}`);
   const config = await loadConfigFromFlags(values);
@@ -109,15 +111,9 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
       },
       positionals[0],
     );
-    for (const warning of preview.warnings) io.stderr.write(`warning: ${warning}\n`);
-    for (const problem of problemsOf(preview)) io.stderr.write(problem);
-    if (output === 'diff') io.stdout.write(diffText(preview));
-    else {
-      const document = machineReadable(preview);
-      io.stdout.write(
-        output === 'json' ? `${JSON.stringify(document, null, 2)}\n` : stringify(document, { lineWidth: 0 }),
-      );
-    }
+    for (const warning of preview.warnings) io.stderr.write(terminalLine(`warning: ${warning}`));
+    io.stderr.write(problemsText(preview));
+    io.stdout.write(formatDiffOutput(preview, output));
     return exitStatus(preview);
   } finally {
     await client.close();
@@ -145,6 +141,13 @@ export function exitStatus(preview: Preview): number {
   return changed ? 1 : 0;
 }
 
+/** What diff prints on stdout: the text, or the document, each escaping what tenants wrote. */
+export function formatDiffOutput(preview: Preview, output: DiffOutput): string {
+  if (output === 'diff') return diffText(preview);
+  const document = machineReadable(preview);
+  return output === 'json' ? `${terminalJson(document, 2)}\n` : terminalYaml(document, { lineWidth: 0 });
+}
+
 /** The text output: a comment line per deployment, its objects' diffs, and a closing total. */
 export function diffText(preview: Preview): string {
   const out: string[] = [];
@@ -152,7 +155,9 @@ export function diffText(preview: Preview): string {
   for (const d of preview.deployments) {
     if (d.state === 'invalid' || d.state === 'failed') {
       out.push(
-        `# ${title(d)}: ${d.state === 'invalid' ? 'invalid' : 'would fail'}, nothing compared (see stderr)\n`,
+        terminalLine(
+          `# ${title(d)}: ${d.state === 'invalid' ? 'invalid' : 'would fail'}, nothing compared (see stderr)`,
+        ),
       );
       continue;
     }
@@ -163,7 +168,7 @@ export function diffText(preview: Preview): string {
         : d.reason === 'gone'
           ? 'gone from the control plane'
           : 'AWAITING_DELETE';
-    out.push(`# ${title(d)}, ${where}: ${describeCounts(countChanges(d.changes))}\n`);
+    out.push(terminalLine(`# ${title(d)}, ${where}: ${describeCounts(countChanges(d.changes))}`));
     for (const change of d.changes) out.push(formatChange(change));
   }
   const total = countChanges(all);
@@ -177,13 +182,19 @@ function title(d: DeploymentPreview): string {
   return d.name === undefined ? `deployment ${d.id}` : `deployment ${d.name} (${d.id})`;
 }
 
-function problemsOf(preview: Preview): string[] {
-  return preview.deployments.flatMap((d) => {
-    if (d.state === 'invalid')
-      return [`${title(d)} is invalid:\n${d.problems.map((p) => `  ${p.path}: ${p.message}\n`).join('')}`];
-    if (d.state === 'failed') return [`${title(d)} would fail: ${d.message}\n`];
-    return [];
-  });
+/** What diff prints on stderr of the deployments it could not compare: each problem a line. */
+export function problemsText(preview: Preview): string {
+  return preview.deployments
+    .flatMap((d) => {
+      if (d.state === 'invalid')
+        return [
+          terminalLine(`${title(d)} is invalid:`),
+          ...d.problems.map((p) => terminalLine(`  ${p.path}: ${p.message}`)),
+        ];
+      if (d.state === 'failed') return [terminalLine(`${title(d)} would fail: ${d.message}`)];
+      return [];
+    })
+    .join('');
 }
 
 /** The json and yaml output: every deployment, with the before and after of each changed object. */

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // Entry point: `k8s-listener <command>`. Each command lives in its own module, loaded on demand.
+import { terminalLine } from '../report/terminalText.ts';
 
 const USAGE = `Usage: k8s-listener <command> [options]
 
@@ -43,7 +44,10 @@ if (!load) {
 try {
   process.exitCode = await (await load())(rest);
 } catch (error) {
-  // Typed errors carry their own context and never a secret; print the message, not a stack.
-  process.stderr.write(`k8s-listener ${name}: ${error instanceof Error ? error.message : String(error)}\n`);
+  // Typed errors carry their own context and never a secret; print the message, not a stack. It may
+  // quote a tenant's string: escaped, as every command prints one.
+  process.stderr.write(
+    terminalLine(`k8s-listener ${name}: ${error instanceof Error ? error.message : String(error)}`),
+  );
   process.exitCode = 1;
 }

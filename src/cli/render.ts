@@ -2,13 +2,14 @@
 // YAML 1.1 quoting, because kubectl reads 1.1: an unquoted `no` would become false.
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { parse as parseYaml, stringify } from 'yaml';
+import { parse as parseYaml } from 'yaml';
 import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { maskSecret } from '../kube/serverDiff.ts';
 import { chooseTarget } from '../reconcile/target.ts';
 import { maskSecretDigests } from '../render/digestAnnotations.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
+import { terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { createLogger } from './logger.ts';
 
 export const RENDER_USAGE = `Usage:
@@ -60,20 +61,21 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
     ? await renderFile(values.file, values['listener-file'], config, allowedNamespaces)
     : await renderRemote(values.id ?? '', values['control-plane'], config, allowedNamespaces);
   if (!result.ok) {
-    process.stderr.write(`deployment ${result.error.deploymentId} is invalid:\n`);
+    process.stderr.write(terminalLine(`deployment ${result.error.deploymentId} is invalid:`));
     for (const problem of result.error.problems)
-      process.stderr.write(`  ${problem.path}: ${problem.message}\n`);
+      process.stderr.write(terminalLine(`  ${problem.path}: ${problem.message}`));
     return 1;
   }
-  for (const note of result.value.notes) process.stderr.write(`note: ${note}\n`);
+  for (const note of result.value.notes) process.stderr.write(terminalLine(`note: ${note}`));
   // Secret values stay out of terminals and CI logs unless asked for (--id reads live ones), and so
   // do the digests of them: render has no digest key, and an unkeyed digest gives a weak one away.
   const objects = values['show-secrets']
     ? result.value.objects
     : result.value.objects.map((object) => maskSecretDigests(maskSecret(object)));
+  // A tenant's strings escaped where they would reach a terminal raw; kubectl reads the same values.
   const documents = objects.map(
     (object) =>
-      `# Source: ${object.kind}/${object.metadata.namespace}/${object.metadata.name}\n${stringify(object, { lineWidth: 0, version: '1.1' })}`,
+      `${terminalLine(`# Source: ${object.kind}/${object.metadata.namespace}/${object.metadata.name}`)}${terminalYaml(object, { lineWidth: 0, version: '1.1' })}`,
   );
   process.stdout.write(`---\n${documents.join('---\n')}`);
   return 0;

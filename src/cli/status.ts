@@ -3,7 +3,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { stringify } from 'yaml';
 import { type AgentConfig, ConfigError } from '../config/agentConfig.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import { KubeClient } from '../kube/kubeClient.ts';
@@ -24,6 +23,7 @@ import {
   type StatusList,
   statusExitCode,
 } from '../report/statusView.ts';
+import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 import {
   CONFIG_FLAGS,
@@ -62,8 +62,8 @@ export interface StatusIo {
   readonly signal?: AbortSignal | undefined;
 }
 
-type Output = 'table' | 'json' | 'yaml';
-type Snapshot =
+export type StatusOutput = 'table' | 'json' | 'yaml';
+export type StatusSnapshot =
   | { readonly kind: 'list'; readonly value: StatusList }
   | { readonly kind: 'detail'; readonly value: DeploymentDetail };
 
@@ -72,7 +72,7 @@ export async function runStatusCommand(
   io: StatusIo = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   const usage = (message: string): number => {
-    io.stderr.write(`${AGENT_NAME} status: ${message}\n\n${STATUS_USAGE}`);
+    io.stderr.write(`${terminalLine(`${AGENT_NAME} status: ${message}`)}\n${STATUS_USAGE}`);
     return EXIT_USAGE;
   };
   let parsed: ReturnType<typeof parseFlags>;
@@ -131,7 +131,7 @@ export async function runStatusCommand(
       failureGraceMs: config.reconcile.failureGraceMs,
     };
     const deployment = positionals[0];
-    const take = async (): Promise<Snapshot> => {
+    const take = async (): Promise<StatusSnapshot> => {
       if (deployment === undefined) {
         const deployments = await collectStatusRows(sources);
         return {
@@ -148,16 +148,16 @@ export async function runStatusCommand(
     };
     if (!values.watch) {
       const snapshot = await take();
-      io.stdout.write(render(snapshot, output, Date.now()));
+      io.stdout.write(formatStatusSnapshot(snapshot, output, Date.now()));
       return exitCodeOf(snapshot);
     }
     return await watch(take, output, intervalMs, io, (error) => unreadable(error, baseUrl));
   } catch (error) {
     if (error instanceof StatusLookupError) {
-      io.stderr.write(`${AGENT_NAME} status: ${error.message}\n`);
+      io.stderr.write(terminalLine(`${AGENT_NAME} status: ${error.message}`));
       return EXIT_USAGE;
     }
-    io.stderr.write(`${AGENT_NAME} status: ${unreadable(error, baseUrl)}\n`);
+    io.stderr.write(terminalLine(`${AGENT_NAME} status: ${unreadable(error, baseUrl)}`));
     return EXIT_FAILED;
   } finally {
     await kube?.close();
@@ -185,20 +185,21 @@ function parseFlags(argv: readonly string[]) {
   });
 }
 
-function exitCodeOf(snapshot: Snapshot): number {
+function exitCodeOf(snapshot: StatusSnapshot): number {
   return statusExitCode(snapshot.kind === 'list' ? snapshot.value.deployments : [snapshot.value.deployment]);
 }
 
-function render(snapshot: Snapshot, output: Output, now: number): string {
-  if (output === 'json') return `${JSON.stringify(snapshot.value, null, 2)}\n`;
-  if (output === 'yaml') return stringify(snapshot.value, { lineWidth: 0 });
+/** The snapshot as printed: the table formatters and the serializers escape what tenants wrote. */
+export function formatStatusSnapshot(snapshot: StatusSnapshot, output: StatusOutput, now: number): string {
+  if (output === 'json') return `${terminalJson(snapshot.value, 2)}\n`;
+  if (output === 'yaml') return terminalYaml(snapshot.value, { lineWidth: 0 });
   return snapshot.kind === 'list'
     ? formatStatusTable(snapshot.value.deployments, now)
     : formatDeploymentDetail(snapshot.value, now);
 }
 
 /** What changes between two snapshots, apart from the time they were taken. */
-function contentOf(snapshot: Snapshot): string {
+function contentOf(snapshot: StatusSnapshot): string {
   return JSON.stringify({ ...snapshot.value, observedAt: undefined });
 }
 
@@ -208,8 +209,8 @@ function contentOf(snapshot: Snapshot): string {
  * only when something changed. Returns the exit code of the last status read.
  */
 async function watch(
-  take: () => Promise<Snapshot>,
-  output: Output,
+  take: () => Promise<StatusSnapshot>,
+  output: StatusOutput,
   intervalMs: number,
   io: StatusIo,
   describe: (error: unknown) => string,
@@ -239,14 +240,14 @@ async function watch(
         content = contentOf(snapshot);
         text =
           output === 'json'
-            ? `${JSON.stringify(snapshot.value)}\n`
+            ? `${terminalJson(snapshot.value)}\n`
             : output === 'yaml'
-              ? `---\n${render(snapshot, output, Date.now())}`
-              : render(snapshot, output, Date.now());
+              ? `---\n${formatStatusSnapshot(snapshot, output, Date.now())}`
+              : formatStatusSnapshot(snapshot, output, Date.now());
       } catch (error) {
         if (error instanceof StatusLookupError) throw error;
         code = EXIT_FAILED;
-        text = `status could not be read: ${describe(error)}\n`;
+        text = terminalLine(`status could not be read: ${describe(error)}`);
         content = text;
       }
       if (inPlace) {

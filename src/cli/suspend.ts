@@ -23,6 +23,7 @@ import {
   suspensionOf,
 } from '../reconcile/suspensions.ts';
 import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from '../report/statusView.ts';
+import { terminalLine } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 import {
   CONFIG_FLAGS,
@@ -95,7 +96,7 @@ async function runCommand(
 ): Promise<number> {
   const commandUsage = verb === 'suspend' ? SUSPEND_USAGE : RESUME_USAGE;
   const usage = (message: string): number => {
-    io.stderr.write(`${AGENT_NAME} ${verb}: ${message}\n\n${commandUsage}`);
+    io.stderr.write(`${terminalLine(`${AGENT_NAME} ${verb}: ${message}`)}\n${commandUsage}`);
     return EXIT_USAGE;
   };
   let parsed: ReturnType<typeof parseFlags>;
@@ -153,7 +154,7 @@ async function runCommand(
       : await resolveDeployment(verb, positionals[0] ?? '', before, config, controlPlane, kube);
     const existing = values.all ? before.listener : before.deployments.get(target.key);
     if (verb === 'resume' && !existing) {
-      io.stdout.write(`${target.label} is not suspended: nothing to resume\n`);
+      io.stdout.write(terminalLine(`${target.label} is not suspended: nothing to resume`));
       return 0;
     }
     const entry: Suspension | null =
@@ -170,7 +171,7 @@ async function runCommand(
       entry === null
         ? `${target.label} resumed: the agent applies and prunes it again`
         : `${target.label} ${describeSuspension({ ...entry, scope: values.all ? 'listener' : 'deployment' })}`;
-    io.stdout.write(`${done}\n`);
+    io.stdout.write(terminalLine(done));
     if (timeoutMs === 0) return 0;
 
     // The leader acknowledges the generation it acts on at its next poll.
@@ -181,7 +182,7 @@ async function runCommand(
         io.stdout.write('the agent acknowledged it\n');
         if (verb === 'resume' && !values.all) {
           const still = suspensionOf(now, target.key);
-          if (still) io.stdout.write(`note: still ${describeSuspension(still)}\n`);
+          if (still) io.stdout.write(terminalLine(`note: still ${describeSuspension(still)}`));
         }
         return 0;
       }
@@ -194,10 +195,12 @@ async function runCommand(
     return EXIT_IN_PROGRESS;
   } catch (error) {
     if (error instanceof SuspendTargetError) {
-      io.stderr.write(`${AGENT_NAME} ${verb}: ${error.message}\n`);
+      io.stderr.write(terminalLine(`${AGENT_NAME} ${verb}: ${error.message}`));
       return EXIT_USAGE;
     }
-    io.stderr.write(`${AGENT_NAME} ${verb}: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr.write(
+      terminalLine(`${AGENT_NAME} ${verb}: ${error instanceof Error ? error.message : String(error)}`),
+    );
     return EXIT_FAILED;
   } finally {
     await kube?.close();

@@ -1,10 +1,11 @@
 // A change set as `kubectl diff` prints it: one unified diff per object that would change, YAML
 // on both sides with keys sorted (a stable order), `/dev/null` for the side that does not exist.
-// Secret values were masked before they got here (src/kube/serverDiff.ts). Pure.
-import { stringify } from 'yaml';
+// Secret values were masked before they got here (src/kube/serverDiff.ts). Both sides are a
+// tenant's objects: their YAML is terminal-safe (src/report/terminalText.ts). Pure.
 import { formatRef } from '../kube/resources.ts';
 import type { ChangeAction, ChangeSetEntry } from '../kube/serverDiff.ts';
 import { SecretDataSchema } from '../objects/fields.ts';
+import { terminalYaml } from './terminalText.ts';
 import { unifiedDiff } from './unifiedDiff.ts';
 
 // A Secret key that changed reads `(changed)` on both sides; the line diff must still see two
@@ -13,9 +14,12 @@ const CHANGED = '(changed)';
 const CHANGED_BEFORE = 'k8s-listener-changed-secret-value-before';
 const CHANGED_AFTER = 'k8s-listener-changed-secret-value-after';
 
-/** YAML with keys in sorted order; YAML 1.1 quoting, as the render command prints. */
+/**
+ * YAML with keys in sorted order; YAML 1.1 quoting, as the render command prints; a string with a
+ * control character double-quoted, with it escaped.
+ */
 export function objectYaml(object: Record<string, unknown>): string {
-  return stringify(object, { lineWidth: 0, version: '1.1', sortMapEntries: true });
+  return terminalYaml(object, { lineWidth: 0, version: '1.1', sortMapEntries: true });
 }
 
 /** The unified diff of one entry; '' when it is unchanged. */

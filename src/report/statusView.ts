@@ -12,6 +12,7 @@ import {
   Reason,
 } from './rolloutStatus.ts';
 import type { StatusAnnotation } from './statusAnnotation.ts';
+import { terminalText } from './terminalText.ts';
 
 // --- The documented output shape (`--output json|yaml`)
 
@@ -394,15 +395,19 @@ export function formatReplicas(workloads: readonly WorkloadReplicas[]): string {
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();
 
-/** Columns separated by two spaces, each as wide as its widest cell; the last is not padded. */
+/**
+ * Columns separated by two spaces, each as wide as its widest cell; the last is not padded. Cells
+ * hold tenants' strings: each is escaped (terminalText), so a row is one line and moves no cursor.
+ */
 export function formatColumns(header: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const printed = [header, ...rows].map((cells) => cells.map(terminalText));
+  const widths = header.map((_h, i) => Math.max(...printed.map((r) => (r[i] ?? '').length)));
   const line = (cells: readonly string[]) =>
     cells
       .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
       .join('  ')
       .trimEnd();
-  return `${[header, ...rows].map(line).join('\n')}\n`;
+  return `${printed.map(line).join('\n')}\n`;
 }
 
 export const STATUS_TABLE_HEADER = [
@@ -460,7 +465,7 @@ export function formatDeploymentDetail(detail: DeploymentDetail, now: number): s
     ['Replicas', formatReplicas(d.workloads)],
   ];
   const width = Math.max(...fields.map(([k]) => k.length)) + 2;
-  const head = fields.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`).join('\n');
+  const head = fields.map(([k, v]) => `${`${k}:`.padEnd(width)}${terminalText(v)}`).join('\n');
   const objects =
     detail.objects.length === 0
       ? 'No objects.\n'

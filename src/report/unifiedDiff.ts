@@ -1,5 +1,7 @@
 // Line diffs as unified diff text (`diff -u`, `kubectl diff`): Myers' O(ND) shortest edit script,
-// grouped into hunks with context lines. Pure.
+// grouped into hunks with context lines. The labels and lines are printed escaped (terminalText):
+// they are a tenant's text, and each must stay one line of the diff. Pure.
+import { terminalText } from './terminalText.ts';
 
 export type EditKind = 'equal' | 'delete' | 'insert';
 
@@ -114,7 +116,7 @@ export function unifiedDiff(
     if (edit.kind !== 'delete') newLine++;
   }
 
-  const out = [`--- ${options.fromLabel}`, `+++ ${options.toLabel}`];
+  const out = [`--- ${terminalText(options.fromLabel)}`, `+++ ${terminalText(options.toLabel)}`];
   for (const [first, last] of groups) {
     const start = Math.max(0, first - context);
     const end = Math.min(edits.length - 1, last + context);
@@ -123,7 +125,9 @@ export function unifiedDiff(
     const newCount = slice.filter((e) => e.kind !== 'delete').length;
     out.push(
       `@@ -${range(oldAt[start] ?? 0, oldCount)} +${range(newAt[start] ?? 0, newCount)} @@`,
-      ...slice.map((e) => `${e.kind === 'equal' ? ' ' : e.kind === 'delete' ? '-' : '+'}${e.line}`),
+      ...slice.map(
+        (e) => `${e.kind === 'equal' ? ' ' : e.kind === 'delete' ? '-' : '+'}${terminalText(e.line)}`,
+      ),
     );
   }
   return `${out.join('\n')}\n`;
