@@ -1,7 +1,9 @@
 // The process logger: JSON lines for machines, human-readable lines on a terminal, with every
-// field that could carry a credential or a secret value redacted before it is written.
+// field that could carry a credential or a secret value redacted before it is written. Log lines
+// carry tenants' strings (names, messages, errors): neither form lets one act on a terminal.
 import { createRequire } from 'node:module';
 import pino, { type Logger } from 'pino';
+import { terminalJsonText, terminalText } from '../report/terminalText.ts';
 
 // pino-pretty and its dependencies load only when a terminal asks for them: a running agent logs
 // JSON and need not hold their code.
@@ -47,6 +49,7 @@ export function createLogger(
   };
   if (resolveLogFormat(format, destination ?? process.stdout) === 'pretty') {
     const target = destination ?? process.stdout;
+    options.hooks = { streamWrite: prettyInput };
     // A synchronous stream in this thread, not a worker transport: lines are never lost on exit.
     const pretty = loadModule('pino-pretty') as typeof import('pino-pretty');
     const stream = pretty({
@@ -58,7 +61,33 @@ export function createLogger(
     });
     return pino(options, stream);
   }
+  // JSON escapes C0 controls; DEL, C1 and bidi marks are escaped too, for `kubectl logs` on a terminal.
+  options.hooks = { streamWrite: terminalJsonText };
   return destination ? pino(options, destination) : pino(options);
+}
+
+/**
+ * The JSON line pino-pretty reads, its strings escaped as terminalText: pretty prints the message
+ * and an error's stack as they are, so JSON escapes alone would reach the terminal as raw controls.
+ * A stack keeps its own line breaks.
+ */
+export function prettyInput(line: string): string {
+  let record: unknown;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return `${terminalText(line)}\n`;
+  }
+  return `${JSON.stringify(printable(record, undefined))}\n`;
+}
+
+function printable(value: unknown, key: string | undefined): unknown {
+  if (typeof value === 'string')
+    return key === 'stack' ? value.split('\n').map(terminalText).join('\n') : terminalText(value);
+  if (Array.isArray(value)) return value.map((item) => printable(item, undefined));
+  if (typeof value === 'object' && value !== null)
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [terminalText(k), printable(v, k)]));
+  return value;
 }
 
 export function resolveLogFormat(format: LogFormat, stream: { isTTY?: boolean }): 'json' | 'pretty' {

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { loadConfigFromFlags } from '../../../src/cli/configFlags.ts';
 import { createLogger, type LogFormat, resolveLogFormat } from '../../../src/cli/logger.ts';
+import { HOSTILE_STRINGS, rawControls } from '../../support/terminalControls.ts';
 
 const LISTENER = '7c0e2a4e-4d7b-4c37-9a53-0f1f6a3e8b11';
 const SECRET = 'sk-must-never-show-9f8e7d';
@@ -74,6 +75,48 @@ describe('log format', () => {
     createLogger('info', { format, destination: out }).info('hello');
     const isJson = out.text().startsWith('{');
     expect(isJson ? 'json' : 'pretty').toBe(expected);
+  });
+});
+
+// Log lines carry tenants' strings (deployment names, error messages) to whoever reads them on a
+// terminal: `kubectl logs` of the JSON, or the pretty lines of `auto` on a terminal.
+describe('log lines hold no raw control character', () => {
+  const logHostile = (format: LogFormat, out: ReturnType<typeof capture>) => {
+    const logger = createLogger('info', { format, destination: out });
+    HOSTILE_STRINGS.forEach((hostile, i) => {
+      logger.warn(
+        { deployment: `web${hostile}`, [`key${hostile}`]: [hostile], err: new Error(`refused ${hostile}`) },
+        `deployment web${hostile} failed`,
+      );
+      logger.info({ i }, 'next');
+    });
+  };
+
+  it('json: every string escaped (C1, DEL and bidi marks too), and parsed back to the same values', () => {
+    const out = capture();
+    logHostile('json', out);
+    expect(rawControls(out.text())).toEqual([]);
+    const lines = out
+      .text()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines).toHaveLength(2 * HOSTILE_STRINGS.length);
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.deployment)).toEqual(
+      HOSTILE_STRINGS.map((h) => `web${h}`),
+    );
+  });
+
+  it('pretty: the message, fields and stack escaped; a record starts only where the logger starts one', () => {
+    const out = capture();
+    logHostile('pretty', out);
+    const text = out.text();
+    expect(rawControls(text)).toEqual([]);
+    expect(text).toContain('deployment web\\x1b[1A\\x1b[2K failed');
+    // Every record begins with its time; no hostile string started one of its own.
+    expect(text.match(/^\[\d{2}:\d{2}:\d{2}\.\d{3}\] /gm)).toHaveLength(2 * HOSTILE_STRINGS.length);
+    // An error's stack keeps its own line breaks.
+    expect(text).toMatch(/Error: refused a\\x1bb\n\s+at /);
   });
 });
 
