@@ -37,7 +37,7 @@ afterAll(async () => {
 });
 
 /** A reconciler of its own, over `client`, whose reports are kept in `sent`. */
-function reconcilerOver(client: ReconcilerKube) {
+function reconcilerOver(client: ReconcilerKube, renderConfig = RenderConfig.parse({})) {
   const sent: StatusReportBatch[] = [];
   const metrics = createMetrics({ defaultMetrics: false });
   const reporter = new StatusReporter({
@@ -55,7 +55,7 @@ function reconcilerOver(client: ReconcilerKube) {
     events: new EventRecorder({ client: kube, logger, identity: 'edges-test' }),
     metrics,
     logger,
-    renderConfig: RenderConfig.parse({}),
+    renderConfig,
     config: ReconcileConfig.parse(FAST_RECONCILE),
     listener: () => listener,
     allowedNamespaces: undefined,
@@ -266,5 +266,68 @@ describe('the reconciler at the edges', () => {
       expect(after?.metadata.uid).toBe(service?.metadata.uid);
     }
     expect(owners).toHaveLength(50);
+  }, 600_000);
+
+  it('two deployments claiming one host, reconciled at once 20 times: exactly one routes it, the other is refused naming the holder', async () => {
+    const namespace = world.namespaces[1] ?? '';
+    const { client } = passThrough();
+    const routing = RenderConfig.parse({
+      ingress: { className: 'nginx', allowedHostSuffixes: ['apps.example.test'] },
+    });
+    const { reconciler, desired } = reconcilerOver(client, routing);
+    const claiming = async (name: string, host: string) => {
+      const deployment = await world.client.createDeployment(
+        app(world, name, namespace, {
+          source_config: {
+            listener_id: listener.id,
+            listener_config: { k8s_namespace: namespace },
+            custom_url: `https://${host}/`,
+            resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
+          },
+        }),
+      );
+      const revisions = (await world.client.listAllRevisions(deployment.id)).items;
+      desired.set(deployment.id, {
+        kind: 'present',
+        deployment,
+        target: chooseTarget(deployment, revisions),
+        fingerprint: 'f',
+      });
+      return deployment;
+    };
+    const routesTo = async (host: string) =>
+      (await kube.list('Ingress', { namespace })).filter((i) => JSON.stringify(i).includes(`"${host}"`));
+    for (let i = 0; i < 20; i++) {
+      const host = `shop-${i}.apps.example.test`;
+      const shop = await claiming(`shop-${i}`, host);
+      const squatter = await claiming(`squatter-${i}`, host);
+      const outcomes = await Promise.all([reconciler.reconcile(shop.id), reconciler.reconcile(squatter.id)]);
+      const refused = outcomes.filter((o) => o.result === 'retry');
+      expect(refused, JSON.stringify(outcomes)).toHaveLength(1);
+      const routes = await routesTo(host);
+      expect(routes).toHaveLength(1);
+      const holder = routes[0]?.metadata.labels[LABEL_DEPLOYMENT_ID];
+      const error = (refused[0] as { error?: Error }).error;
+      expect(error?.message).toContain(`host ${host} is already routed to deployment ${holder}`);
+      // The holder keeps it at its next look; the other is still refused.
+      const loser = holder === shop.id ? squatter : shop;
+      expect((await reconciler.reconcile(holder ?? '')).result).not.toBe('retry');
+      expect((await reconciler.reconcile(loser.id)).result).toBe('retry');
+    }
+
+    // An Ingress the agent does not manage holds its host against every deployment.
+    await kube.create({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'platform-console', namespace, labels: {}, annotations: {} },
+      spec: { ingressClassName: 'nginx', rules: [{ host: 'console.apps.example.test' }] },
+    });
+    const console = await claiming('console', 'console.apps.example.test');
+    const outcome = await reconciler.reconcile(console.id);
+    expect(outcome.result).toBe('retry');
+    expect(outcome.result === 'retry' ? String(outcome.error) : '').toContain(
+      `host console.apps.example.test is already routed to Ingress ${namespace}/platform-console, which this agent does not manage`,
+    );
+    expect(await routesTo('console.apps.example.test')).toHaveLength(1);
   }, 600_000);
 });
