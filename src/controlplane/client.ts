@@ -5,11 +5,21 @@ import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
 import { z } from 'zod';
-import { parseJsonOrUndefined } from '../jsonText.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseJsonOrUndefined, pathPastDepth } from '../jsonText.ts';
 import { sleep } from '../sleep.ts';
 import { ApiKeyFile, type ApiKeySource, fixedApiKey } from './apiKey.ts';
 import { ControlPlaneError, type ControlPlaneErrorCode } from './errors.ts';
-import { type Parsed, parseResource, type ResourceIdentity, safeParseResource } from './parse.ts';
+import {
+  formatPath,
+  type InvalidResourceCode,
+  type Parsed,
+  parseResource,
+  type ResourceIdentity,
+  rawId,
+  type SchemaIssue,
+  SchemaValidationError,
+  schemaIssues,
+} from './parse.ts';
 import { isRetryable, parseRetryAfter, type RetryPolicy, retryDelayMs } from './retryPolicy.ts';
 import {
   type AgentConnection,
@@ -27,6 +37,7 @@ import {
   Revision,
   type RevisionStatus,
   type StatusReportBatch,
+  Uuid,
 } from './schemas/index.ts';
 
 export const ControlPlaneClientConfig = z.object({
@@ -65,6 +76,12 @@ export const ControlPlaneClientConfig = z.object({
     .int()
     .min(1024)
     .default(64 * 2 ** 20),
+  /**
+   * Objects and arrays nested in one response, or one listed item, at most. Parsing does not
+   * recurse, but a digest, a comparison or a clone of what was parsed does: 4,450 levels (9 KB)
+   * overflowed the stack. An item past it is refused alone; any other response fails its call.
+   */
+  maxJsonDepth: z.number().int().min(16).max(256).default(MAX_JSON_DEPTH),
 });
 export type ControlPlaneClientConfig = z.infer<typeof ControlPlaneClientConfig>;
 export type ControlPlaneClientConfigInput = z.input<typeof ControlPlaneClientConfig>;
@@ -96,8 +113,9 @@ export interface RevisionFilter {
 }
 
 export interface InvalidItem {
+  /** Its id, when it has one that is an id (a uuid). */
   readonly id: string | undefined;
-  readonly error: Error;
+  readonly error: SchemaValidationError;
   /** Whose it is and where it goes, as far as that can be read (deployments). */
   readonly identity?: ResourceIdentity | undefined;
 }
@@ -440,20 +458,65 @@ export class ControlPlaneClient {
           `returned ${resources.length} items in page ${pages} (offset ${offset}), more than the ${pageSize} asked for`,
         );
       if (resources.length === 0) return;
-      for (const item of resources) {
-        const reused = options.reuse?.(item);
-        yield reused === undefined
-          ? safeParseResource(schema, item, resource, undefined, identify)
-          : { ok: true, value: reused };
-      }
+      for (const item of resources) yield this.#item(item, schema, resource, options.reuse, identify);
       if (page.data.offset <= offset)
         throw refuse('INVALID_RESPONSE', `did not advance its offset past ${offset}`);
       offset = page.data.offset;
     }
   }
 
+  /**
+   * One listed item, parsed, or refused alone: nested too deep, failing its schema, or throwing
+   * anywhere in its handling (the caller's reuse check included), it is that item's problem and
+   * the listing goes on. Its id is read only when it is one (a uuid): the id keys what the agent
+   * holds and reports, so any other value would be the item's content.
+   */
+  #item<S extends z.ZodType>(
+    raw: unknown,
+    schema: S,
+    resource: string,
+    reuse: ((raw: unknown) => z.infer<S> | undefined) | undefined,
+    identify: ((raw: unknown) => ResourceIdentity | undefined) | undefined,
+  ): Parsed<z.infer<S>> {
+    const named = rawId(raw);
+    const id = Uuid.safeParse(named).success ? named : undefined;
+    const refuse = (code: InvalidResourceCode, ...issues: SchemaIssue[]): Parsed<z.infer<S>> => ({
+      ok: false,
+      id,
+      error: new SchemaValidationError(resource, id, issues, code),
+      identity: identifiedOrUndefined(identify, raw),
+    });
+    const { maxJsonDepth } = this.#config;
+    try {
+      const tooDeep = pathPastDepth(raw, maxJsonDepth);
+      if (tooDeep !== undefined)
+        return refuse('TOO_DEEP', {
+          path: pathHead(tooDeep),
+          message: `nested deeper than ${maxJsonDepth} levels, the most the agent reads`,
+        });
+      const reused = reuse?.(raw);
+      if (reused !== undefined) return { ok: true, value: reused };
+      const parsed = schema.safeParse(raw);
+      return parsed.success
+        ? { ok: true, value: parsed.data }
+        : refuse('SCHEMA_INVALID', ...schemaIssues(parsed.error));
+    } catch (error) {
+      // The error's class only: its message may quote the item.
+      return refuse('UNREADABLE', { path: '(root)', message: `could not be read (${errorClass(error)})` });
+    }
+  }
+
   async #json(method: string, target: Route, options: SendOptions = {}): Promise<unknown> {
-    return this.#parse(method, target.path, await this.#send(method, target, options));
+    const { path } = target;
+    const sent = await this.#send(method, target, options);
+    const body = this.#parse(method, path, sent);
+    const { maxJsonDepth } = this.#config;
+    if (nestsDeeperThan(body, maxJsonDepth))
+      throw new ControlPlaneError(
+        `${method} ${path} answered JSON nested deeper than ${maxJsonDepth} levels, the most the agent reads`,
+        { code: 'RESPONSE_TOO_DEEP', method, path, status: sent.status, requestId: sent.requestId },
+      );
+    return body;
   }
 
   #parse(
@@ -645,6 +708,35 @@ async function collect<T>(iterator: AsyncGenerator<Parsed<T>>): Promise<Complete
     else invalid.push({ id: parsed.id, error: parsed.error, identity: parsed.identity });
   }
   return { items, invalid };
+}
+
+/** What can be read of a refused item's identity; nothing, rather than a throw. */
+function identifiedOrUndefined(
+  identify: ((raw: unknown) => ResourceIdentity | undefined) | undefined,
+  raw: unknown,
+): ResourceIdentity | undefined {
+  try {
+    return identify?.(raw);
+  } catch {
+    return undefined;
+  }
+}
+
+const PATH_HEAD_KEYS = 4;
+const PATH_KEY_CHARS = 40;
+
+/** Where an item nests too deep, for a message: its first keys (the rest are the nesting), each cut short. */
+function pathHead(path: readonly (string | number)[]): string {
+  const head = path
+    .slice(0, PATH_HEAD_KEYS)
+    .map((key) =>
+      typeof key === 'string' && key.length > PATH_KEY_CHARS ? `${key.slice(0, PATH_KEY_CHARS)}…` : key,
+    );
+  return `${formatPath(head)}${path.length > PATH_HEAD_KEYS ? '…' : ''}`;
+}
+
+function errorClass(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
 }
 
 function header(value: string | string[] | undefined): string | undefined {

@@ -8,6 +8,11 @@ export type ControlPlaneErrorCode =
   | 'INVALID_RESPONSE'
   /** A body past the client's cap (maxResponseBytes): refused unread, never retried. */
   | 'RESPONSE_TOO_LARGE'
+  /**
+   * A body nested past the client's cap (maxJsonDepth), never walked further. In a listing the
+   * cap is judged per item, and an item past it is refused alone.
+   */
+  | 'RESPONSE_TOO_DEEP'
   /** A listing past the client's cap (maxPages): incomplete, so nothing is concluded from it. */
   | 'TOO_MANY_PAGES'
   /** A listing whose pages together pass the client's cap (maxListingBytes): as TOO_MANY_PAGES. */

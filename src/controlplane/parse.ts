@@ -8,16 +8,28 @@ export interface SchemaIssue {
   readonly message: string;
 }
 
+/**
+ * Why a resource the control plane sent was refused: it fails its schema, it nests deeper than the
+ * agent reads, or handling it threw (it is refused alone, whatever the error).
+ */
+export type InvalidResourceCode = 'SCHEMA_INVALID' | 'TOO_DEEP' | 'UNREADABLE';
+
 export class SchemaValidationError extends Error {
   override readonly name = 'SchemaValidationError';
-  readonly code = 'SCHEMA_INVALID';
+  readonly code: InvalidResourceCode;
   readonly resource: string;
   readonly resourceId: string | undefined;
   readonly issues: readonly SchemaIssue[];
 
-  constructor(resource: string, resourceId: string | undefined, issues: readonly SchemaIssue[]) {
+  constructor(
+    resource: string,
+    resourceId: string | undefined,
+    issues: readonly SchemaIssue[],
+    code: InvalidResourceCode = 'SCHEMA_INVALID',
+  ) {
     const what = resourceId === undefined ? resource : `${resource} ${resourceId}`;
     super(`${what} is invalid: ${issues.map((issue) => `${issue.path}: ${issue.message}`).join('; ')}`);
+    this.code = code;
     this.resource = resource;
     this.resourceId = resourceId;
     this.issues = issues;
@@ -62,6 +74,11 @@ export function rawId(data: unknown): string | undefined {
   return undefined;
 }
 
+/** A schema's refusal as paths and messages (zod's messages name types and formats, not values). */
+export function schemaIssues(error: z.ZodError): SchemaIssue[] {
+  return error.issues.map((issue) => ({ path: formatPath(issue.path), message: issue.message }));
+}
+
 export function safeParseResource<S extends z.ZodType>(
   schema: S,
   data: unknown,
@@ -71,10 +88,7 @@ export function safeParseResource<S extends z.ZodType>(
 ): Parsed<z.infer<S>> {
   const result = schema.safeParse(data);
   if (result.success) return { ok: true, value: result.data };
-  const issues = result.error.issues.map((issue) => ({
-    path: formatPath(issue.path),
-    message: issue.message,
-  }));
+  const issues = schemaIssues(result.error);
   return {
     ok: false,
     id,

@@ -17,6 +17,7 @@ import {
   RevisionStatus,
   StatusReportBatch,
 } from '../controlplane/schemas/index.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../jsonText.ts';
 import { EmulatorState, type EmulatorStateInput } from './state.ts';
 import { EmulatorError, EmulatorStore } from './store.ts';
 
@@ -97,7 +98,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Runn
     res.setHeader('x-request-id', requestId);
     handle(req, res).catch((error: unknown) => {
       logger.error({ err: error, requestId }, 'unhandled emulator error');
-      if (!res.headersSent) send(res, 500, errorBody('internal', 'internal error'));
+      // Never a request left without an answer: a reply begun is cut off.
+      if (res.headersSent) res.destroy();
+      else send(res, 500, errorBody('internal', 'internal error'));
     });
   });
 
@@ -364,11 +367,21 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return {};
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new EmulatorError(400, 'bad_request', 'request body is not valid JSON');
   }
+  // Parsing does not recurse, but writing the body back does: one create nested 5,000 deep was
+  // stored, and every later listing threw while writing it.
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH))
+    throw new EmulatorError(
+      400,
+      'bad_request',
+      `request body is nested deeper than ${MAX_JSON_DEPTH} levels`,
+    );
+  return body;
 }
 
 /**
@@ -384,7 +397,9 @@ function send(res: ServerResponse, status: number, body?: unknown): void {
     res.writeHead(status).end();
     return;
   }
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  // Written before the head: a body that cannot be written is a 500, not a reply begun and never ended.
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json' }).end(text);
 }
 
 function digest(value: string): Buffer {
@@ -393,11 +408,24 @@ function digest(value: string): Buffer {
 
 async function loadState(options: EmulatorOptions): Promise<EmulatorState> {
   if (options.statePath && existsSync(options.statePath)) {
-    return EmulatorState.parse(JSON.parse(await readFile(options.statePath, 'utf8')));
+    return EmulatorState.parse(
+      bounded(JSON.parse(await readFile(options.statePath, 'utf8')), options.statePath),
+    );
   }
-  if (options.seed) return EmulatorState.parse(structuredClone(options.seed));
-  if (options.seedPath) return EmulatorState.parse(JSON.parse(await readFile(options.seedPath, 'utf8')));
+  if (options.seed) return EmulatorState.parse(structuredClone(bounded(options.seed, 'the seed')));
+  if (options.seedPath)
+    return EmulatorState.parse(
+      bounded(JSON.parse(await readFile(options.seedPath, 'utf8')), options.seedPath),
+    );
   return EmulatorState.parse({});
+}
+
+/** A state or seed within the bound its requests are held to: what it holds is served back. */
+function bounded<T>(state: T, source: string): T {
+  // A request body's bound, and the few levels a state adds around a deployment (its list, its record).
+  const limit = MAX_JSON_DEPTH + 3;
+  if (nestsDeeperThan(state, limit)) throw new Error(`${source} is nested deeper than ${limit} levels`);
+  return state;
 }
 
 /** Debounced, atomic (temp file + rename) writes of the state after changes. */

@@ -36,6 +36,8 @@ export class Poller {
   #listedOnce = false;
   /** This poll's digest of each listed item, kept with the entry it becomes. */
   readonly #listedDigests = new Map<string, string>();
+  /** Other listeners' items the last poll could not read: logged when first seen, not every poll. */
+  #foreignUnreadable = new Set<string>();
 
   constructor(options: PollerOptions) {
     this.#o = options;
@@ -74,13 +76,32 @@ export class Poller {
     const priority: QueuePriority = this.#listedOnce ? 'normal' : 'low';
     this.#listedOnce = true;
 
+    const foreignUnreadable = new Set<string>();
     for (const invalid of listing.invalid) {
+      // Another listener's by what can be read of it: not this one's to report, to hold or to
+      // wait for. Refused for its nesting or its handling (not its schema, which a newer control
+      // plane's items may fail in passing), it is logged by id, never by what it holds.
+      const foreign =
+        invalid.identity?.listenerId !== undefined &&
+        invalid.identity.listenerId !== listenerId &&
+        (invalid.id === undefined || !known.has(invalid.id));
+      if (foreign) {
+        if (invalid.id !== undefined && invalid.error.code !== 'SCHEMA_INVALID') {
+          foreignUnreadable.add(invalid.id);
+          if (!this.#foreignUnreadable.has(invalid.id))
+            deploymentLogger(this.#log, { deploymentId: invalid.id }).warn(
+              { code: invalid.error.code },
+              "another listener's deployment cannot be read; skipped",
+            );
+        }
+        continue;
+      }
+      // Whose it is cannot be read, nor which it is: it may be one this listener runs.
       if (invalid.id === undefined) {
         completeForPrune = false;
         continue;
       }
-      // It may be another listener's: it is this one's when it knows it, or when its listener id
-      // can still be read and is this one's.
+      // It is this one's when it knows it, or when its listener id can still be read and is this one's.
       if (!known.has(invalid.id) && invalid.identity?.listenerId !== listenerId) continue;
       listed.add(invalid.id);
       this.#invalid(
@@ -89,53 +110,29 @@ export class Poller {
         failingRevision(invalid.id, invalid.identity?.latestRevisionId),
       );
     }
+    this.#foreignUnreadable = foreignUnreadable;
 
     for (const deployment of listing.items) {
       if (deployment.source_config.listener_id !== listenerId) continue;
+      // Listed: whatever happens below, its objects are not pruned.
       listed.add(deployment.id);
-      const fingerprint = deploymentFingerprint(deployment);
-      const listedDigest = this.#listedDigests.get(deployment.id);
-      const previous = desired.get(deployment.id);
-      if (previous?.kind === 'present' && previous.fingerprint === fingerprint) {
-        if (previous.deployment === deployment) continue;
-        // Changed without a new update time (a value rewritten behind the interface): held as
-        // listed, and reconciled when it differs.
-        desired.set(deployment.id, { ...previous, deployment, listedDigest });
-        if (!isDeepStrictEqual(previous.deployment, deployment)) this.#o.enqueue(deployment.id, 'normal');
-        continue;
-      }
-      if (previous?.kind === 'present' && this.#echoesOwnReport(previous, deployment)) {
-        // Held as listed, so that the next poll takes it unparsed; nothing to read or do.
-        desired.set(deployment.id, { ...previous, deployment, fingerprint, listedDigest });
-        continue;
-      }
       try {
-        const revisions = await this.#o.client.listAllRevisions(deployment.id, {}, { signal });
-        // A revision it cannot read may be the newest: no target is chosen without it.
-        const unreadable = revisions.invalid[0];
-        if (unreadable) {
-          this.#invalid(
-            deployment.id,
-            unreadable.error.message,
-            failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
-          );
-          continue;
-        }
-        desired.set(deployment.id, {
-          kind: 'present',
-          deployment,
-          target: chooseTarget(deployment, revisions.items),
-          fingerprint,
-          listedDigest,
-        });
-        this.#o.enqueue(deployment.id, priority);
+        await this.#take(deployment, priority, failingRevision, signal);
       } catch (error) {
         if (signal?.aborted) return false;
-        deploymentLogger(this.#log, {
-          deploymentId: deployment.id,
-          revisionId: deployment.latest_revision_id ?? undefined,
-          namespace: deployment.source_config.listener_config?.k8s_namespace ?? undefined,
-        }).warn({ err: error }, 'reading revisions failed; will try again next poll');
+        // One deployment's failure is its own: reported as one that cannot be read (nothing is
+        // written or deleted for it), and taken again at the next poll. The error's class only:
+        // its message may quote the deployment.
+        const kind = error instanceof Error ? error.name : typeof error;
+        deploymentLogger(this.#log, { deploymentId: deployment.id }).warn(
+          { errorClass: kind },
+          'handling the listed deployment failed; held as invalid, nothing written or deleted for it',
+        );
+        this.#invalid(
+          deployment.id,
+          `deployment ${deployment.id} could not be handled (${kind})`,
+          failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
+        );
       }
     }
 
@@ -163,6 +160,62 @@ export class Poller {
     return true;
   }
 
+  /** One listed deployment of this listener: held as it is, or its revisions read and it is queued. */
+  async #take(
+    deployment: Deployment,
+    priority: QueuePriority,
+    failingRevision: (id: string, latest: string | undefined) => string | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const { desired } = this.#o;
+    const fingerprint = deploymentFingerprint(deployment);
+    const listedDigest = this.#listedDigests.get(deployment.id);
+    const previous = desired.get(deployment.id);
+    if (previous?.kind === 'present' && previous.fingerprint === fingerprint) {
+      if (previous.deployment === deployment) return;
+      // Changed without a new update time (a value rewritten behind the interface): held as
+      // listed, and reconciled when it differs.
+      desired.set(deployment.id, { ...previous, deployment, listedDigest });
+      if (!isDeepStrictEqual(previous.deployment, deployment)) this.#o.enqueue(deployment.id, 'normal');
+      return;
+    }
+    if (previous?.kind === 'present' && this.#echoesOwnReport(previous, deployment)) {
+      // Held as listed, so that the next poll takes it unparsed; nothing to read or do.
+      desired.set(deployment.id, { ...previous, deployment, fingerprint, listedDigest });
+      return;
+    }
+    let revisions: Awaited<ReturnType<ControlPlaneClient['listAllRevisions']>>;
+    try {
+      revisions = await this.#o.client.listAllRevisions(deployment.id, {}, { signal });
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      deploymentLogger(this.#log, {
+        deploymentId: deployment.id,
+        revisionId: deployment.latest_revision_id ?? undefined,
+        namespace: deployment.source_config.listener_config?.k8s_namespace ?? undefined,
+      }).warn({ err: error }, 'reading revisions failed; will try again next poll');
+      return;
+    }
+    // A revision it cannot read may be the newest: no target is chosen without it.
+    const unreadable = revisions.invalid[0];
+    if (unreadable) {
+      this.#invalid(
+        deployment.id,
+        unreadable.error.message,
+        failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
+      );
+      return;
+    }
+    desired.set(deployment.id, {
+      kind: 'present',
+      deployment,
+      target: chooseTarget(deployment, revisions.items),
+      fingerprint,
+      listedDigest,
+    });
+    this.#o.enqueue(deployment.id, priority);
+  }
+
   /**
    * The deployment as an earlier poll parsed it, when the listing's item is the very item that
    * poll held (the same digest of its JSON). Most of every listing is as it was; at 10,000
@@ -174,6 +227,8 @@ export class Poller {
     if (typeof raw !== 'object' || raw === null) return undefined;
     const id = (raw as Readonly<Record<string, unknown>>).id;
     if (typeof id !== 'string') return undefined;
+    // The client has bounded the item's nesting (its maxJsonDepth) before this runs:
+    // JSON.stringify recurses, and 4,450 levels overflowed it. Any throw here is the item's alone.
     const digest = createHash('sha256').update(JSON.stringify(raw)).digest('base64');
     this.#listedDigests.set(id, digest);
     const held = this.#o.desired.get(id);

@@ -54,6 +54,11 @@ export interface FaultyControlPlane {
   readonly rewrite: Map<string, (deployment: Record<string, unknown>) => void>;
   /** Deployment id → an edit of each of its revisions as listed. */
   readonly rewriteRevisions: Map<string, (revision: Record<string, unknown>) => void>;
+  /**
+   * Raw JSON texts added to the first page of every deployments listing, as written: items no
+   * emulator would store or could serialise (nested thousands deep, for one).
+   */
+  readonly injected: string[];
   /** Requests seen, as `METHOD /path` without the query. */
   readonly requests: string[];
   close(): Promise<void>;
@@ -65,6 +70,7 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
   const hidden = new Set<string>();
   const rewrite = new Map<string, (deployment: Record<string, unknown>) => void>();
   const rewriteRevisions = new Map<string, (revision: Record<string, unknown>) => void>();
+  const injected: string[] = [];
   const requests: string[] = [];
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', upstream);
@@ -135,7 +141,9 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
     const forward = request(
       { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
       (upstreamResponse) => {
-        const idle = hidden.size === 0 && rewrite.size === 0 && rewriteRevisions.size === 0;
+        const injecting =
+          isListing && injected.length > 0 && Number(url.searchParams.get('offset') ?? 0) === 0;
+        const idle = hidden.size === 0 && rewrite.size === 0 && rewriteRevisions.size === 0 && !injecting;
         if (!edits || idle || upstreamResponse.statusCode !== 200) {
           res.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponse.headers);
           upstreamResponse.pipe(res);
@@ -154,7 +162,13 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
             body.resources = (body.resources ?? []).filter((d) => !hidden.has(d.id));
             for (const deployment of body.resources) rewrite.get(deployment.id)?.(deployment);
           }
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+          let text = JSON.stringify(body);
+          if (injecting) {
+            // Spliced in as text: the items may be past what JSON.stringify can write.
+            const items = body.resources?.map((item) => JSON.stringify(item)) ?? [];
+            text = `{"resources":[${[...injected, ...items].join(',')}],"offset":${JSON.stringify(body.offset)}}`;
+          }
+          res.writeHead(200, { 'content-type': 'application/json' }).end(text);
         });
       },
     );
@@ -174,6 +188,7 @@ export async function startFaultyControlPlane(upstream: string): Promise<FaultyC
     hidden,
     rewrite,
     rewriteRevisions,
+    injected,
     requests,
     close: () =>
       new Promise<void>((resolve) => {

@@ -291,3 +291,64 @@ describe('authentication', () => {
     }
   });
 });
+
+describe('nesting depth, the real client against the real emulator', () => {
+  /** `levels` objects deep, the marker at the bottom. */
+  const nested = (levels: number): Record<string, unknown> => {
+    let value: Record<string, unknown> = { bottom: 'nested-content-marker' };
+    for (let i = 1; i < levels; i++) value = { nest: value };
+    return value;
+  };
+  const withLabels = (name: string, labels: Record<string, unknown>): DeploymentCreate => {
+    const body = bound(name);
+    return { ...body, source_config: { ...body.source_config, resource_spec: { labels } } };
+  };
+
+  // A create nested thousands deep was stored, and every later listing threw writing it back and
+  // never answered. (1,000 deep here: as deep as the client itself writes; a raw 5,000-deep body is
+  // the emulator's own test.)
+  it('a create nested 1,000 deep is refused with a clear 400, and every listing after it answers', async () => {
+    const own = await startHarness();
+    try {
+      const error = await rejection(own.client.createDeployment(withLabels('deep', nested(1_000))));
+      expect([error.status, error.serverCode, error.message]).toEqual([
+        400,
+        'bad_request',
+        'POST /v2/deployments failed with 400: request body is nested deeper than 64 levels',
+      ]);
+      for (let poll = 0; poll < 2; poll++) {
+        const listing = await own.client.listAllDeployments({ remote_reconciled: true });
+        expect(listing.items.map((d) => d.id).sort()).toEqual(Object.values(SEED_DEPLOYMENTS).sort());
+        expect(listing.invalid).toEqual([]);
+      }
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('an item nested past the bound, served in a listing, fails alone', async () => {
+    const own = await startHarness();
+    try {
+      // Stored past the wire's bound (the store taken directly), as a control plane that does not
+      // bound its input would hold it.
+      const deep = own.emulator.store.createDeployment(withLabels('deep', nested(200)), undefined);
+      const listing = await own.client.listAllDeployments({ remote_reconciled: true });
+      expect(listing.items.map((d) => d.id).sort()).toEqual(Object.values(SEED_DEPLOYMENTS).sort());
+      expect(listing.invalid.map((i) => [i.id, i.error.code, i.identity?.listenerId])).toEqual([
+        [deep.id, 'TOO_DEEP', SEED_LISTENER_ID],
+      ]);
+      expect(listing.invalid[0]?.error.message).toBe(
+        `deployment ${deep.id} is invalid: source_config.resource_spec.labels.nest…: nested deeper than 64 levels, the most the agent reads`,
+      );
+      // A read of it alone fails its call, typed; a read of another answers.
+      const read = await rejection(own.client.patchDeployment(deep.id, {}));
+      expect(read.code).toBe('RESPONSE_TOO_DEEP');
+      expect(read.message).not.toContain('nested-content-marker');
+      expect((await own.client.patchDeployment(SEED_DEPLOYMENTS.helloWeb, {})).id).toBe(
+        SEED_DEPLOYMENTS.helloWeb,
+      );
+    } finally {
+      await own.close();
+    }
+  });
+});

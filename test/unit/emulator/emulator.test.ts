@@ -366,3 +366,63 @@ describe('emulator', () => {
     ).toBe(404);
   });
 });
+
+describe('emulator: nesting depth', () => {
+  /** `levels` objects deep, as text: past what JSON.stringify can write back. */
+  const nestedText = (levels: number) => `${'{"nest":'.repeat(levels)}"bottom-marker"${'}'.repeat(levels)}`;
+  const withLabels = (labels: string) =>
+    `{"name":"deep","source":"external_container","source_config":{"listener_id":"${SEED_LISTENER_ID}","listener_config":{"k8s_namespace":"apps"},"resource_spec":{"labels":${labels}}}}`;
+  /** A request that never answers fails here, not at the test's timeout. */
+  const within = { signal: AbortSignal.timeout(3_000) };
+
+  // JSON.parse does not recurse, but writing the body back (JSON.stringify) does: a create nested
+  // 5,000 deep was stored, and every later listing threw while writing it and never answered.
+  it('refuses a body nested past 64 levels with 400 on every endpoint, and keeps answering: the listing after a 5,000-deep create', async () => {
+    await seeded();
+    const deep = withLabels(nestedText(5_000));
+    for (const [method, path] of [
+      ['POST', '/v2/deployments'],
+      ['PATCH', `/v2/deployments/${SEED_DEPLOYMENTS.chatApi}`],
+      ['POST', `/v2/listeners/${SEED_LISTENER_ID}/status-reports`],
+    ] as const) {
+      const refused = await call(path, { ...json(method, deep), ...within });
+      expect([refused.status, refused.body.error?.code, refused.body.error?.message]).toEqual([
+        400,
+        'bad_request',
+        'request body is nested deeper than 64 levels',
+      ]);
+      expect(JSON.stringify(refused.body)).not.toContain('bottom-marker');
+    }
+    const listing = await call('/v2/deployments', within);
+    expect(listing.status).toBe(200);
+    expect((listing.body.resources as { id: string }[]).map((d) => d.id).sort()).toEqual(
+      Object.values(SEED_DEPLOYMENTS).sort(),
+    );
+    // At the bound, taken as before: labels 61 levels deep, 64 with the body's own 3.
+    const nested = await call('/v2/deployments', { ...json('POST', withLabels(nestedText(61))), ...within });
+    expect(nested.status).toBe(201);
+    const past = await call('/v2/deployments', { ...json('POST', withLabels(nestedText(62))), ...within });
+    expect(past.status).toBe(400);
+  });
+
+  it('answers 500 rather than never when what it holds cannot be written, and serves everything else', async () => {
+    const running = await seeded();
+    // The store taken directly (as a test or a seed may): nothing on the wire stores this.
+    running.store.createDeployment(
+      {
+        name: 'unwritable',
+        source: 'external_container',
+        source_config: {
+          listener_id: SEED_LISTENER_ID,
+          listener_config: { k8s_namespace: 'apps' },
+          resource_spec: { labels: JSON.parse(nestedText(5_000)) as Record<string, unknown> },
+        },
+      },
+      undefined,
+    );
+    const listing = await call('/v2/deployments', within);
+    expect([listing.status, listing.body.error?.code]).toEqual([500, 'internal']);
+    const other = await call(`/v2/deployments/${SEED_DEPLOYMENTS.helloWeb}`, within);
+    expect(other.status).toBe(200);
+  });
+});
