@@ -156,6 +156,75 @@ describe('a control plane that answers too much', () => {
     expect(peak - before).toBeLessThan(5 * 64);
   });
 
+  // JSON.parse does not recurse, but the walks after it do: one deployment nested 4,450 deep
+  // (9 KB), another listener's, overflowed the stack of the agent's digest of each listed item, and
+  // every listing failed — nothing converged, nothing was pruned. Each item is judged without
+  // recursion first, and one nested past 64 levels fails alone.
+  it("items nested 5,000 deep in every listing, another listener's and its own: each fails alone, its own reported and kept; the rest converge and prune", async () => {
+    proxy.fault = 'none';
+    const marker = 'deep-content-marker';
+    const deepItem = (id: string, listenerId: string) =>
+      JSON.stringify({
+        id,
+        tenant_id: '00000000-0000-4000-8000-000000000001',
+        name: 'deep',
+        source: 'external_container',
+        source_config: {
+          listener_id: listenerId,
+          listener_config: { k8s_namespace: ns },
+          resource_spec: { labels: '__deep__' },
+        },
+        source_revision_config: { image_uri: 'nginx:1.27' },
+        secrets: [],
+        status: 'READY',
+        created_at: '2026-11-01T09:04:00Z',
+        updated_at: '2026-11-01T09:04:00Z',
+        latest_revision_id: null,
+        active_revision_id: null,
+      }).replace('"__deep__"', () => `${'{"nest":'.repeat(5_000)}"${marker}"${'}'.repeat(5_000)}`);
+    const foreignId = '00000000-0000-4000-8000-00000000d001';
+    proxy.injected.push(deepItem(foreignId, '00000000-0000-4000-8000-0000000000ff'));
+    const victim = await world.client.createDeployment(app(world, 'victim', ns));
+    try {
+      // Converges with it in every listing.
+      const fresh = await world.client.createDeployment(app(world, 'fresh', ns));
+      await waitForRevision(world, fresh, 'DEPLOYED');
+      await waitForRevision(world, victim, 'DEPLOYED');
+      expect((await workloads()).sort()).toEqual(['fresh', 'kept', 'victim']);
+      // One of its own, running, now listed nested 5,000 deep: reported failed, naming the field
+      // and the limit, and its objects kept.
+      proxy.hidden.add(victim.id);
+      proxy.injected.push(deepItem(victim.id, world.listenerId));
+      const reported = () =>
+        world.emulator.store
+          .deployLogs(victim.id, { limit: 100, order: 'desc' })
+          .find((entry) => entry.message.includes('nested deeper than 64 levels'));
+      await eventually('the failure reported', async () => (reported() ? true : undefined), 60_000);
+      expect(reported()?.message).toContain(
+        'source_config.resource_spec.labels.nest…: nested deeper than 64 levels, the most the agent reads',
+      );
+      // Prunes with both in every listing: gone from the listing, its objects go; the deep one's stay.
+      proxy.hidden.add(fresh.id);
+      await eventually(
+        'the vanished deployment pruned',
+        async () => ((await workloads()).includes('fresh') ? undefined : true),
+        60_000,
+      );
+      expect((await workloads()).sort()).toEqual(['kept', 'victim']);
+      // Another listener's: logged once, by id. Never what either holds.
+      expect(
+        agent
+          .output()
+          .split('\n')
+          .filter((line) => line.includes(foreignId) && line.includes('cannot be read; skipped')),
+      ).toHaveLength(1);
+      expect(agent.output()).not.toContain(marker);
+    } finally {
+      proxy.injected.length = 0;
+      proxy.hidden.delete(victim.id);
+    }
+  });
+
   it('answered normally again: the agent carries on (a change is applied)', async () => {
     proxy.fault = 'none';
     const kept = (await world.client.listAllDeployments({ name_contains: 'kept' })).items[0];
