@@ -72,18 +72,25 @@ export function namespaceAccess(config: {
     written('PodDisruptionBudget', 'the PodDisruptionBudget of prod deployments'),
     {
       ...resourceOf('ConfigMap'),
-      // The inventory is loaded by listing, written by apply, removed with its deployment.
-      verbs: [...new Set(['list', ...watchVerbs('ConfigMap'), 'patch', 'delete'])],
-      why: 'the inventory of each deployment and its status annotation',
+      // The inventory is loaded by listing, written by apply, removed with its deployment; a
+      // ConfigMap a pod names is read to judge whose it is.
+      verbs: [...new Set(['get', 'list', ...watchVerbs('ConfigMap'), 'patch', 'delete'])],
+      why: 'the inventory of each deployment and its status annotation, and whose a ConfigMap a pod names is',
     },
     {
       ...resourceOf('PersistentVolumeClaim'),
       verbs: [
-        ...new Set(['list', ...watchVerbs('PersistentVolumeClaim'), ...(keepVolumes ? [] : ['delete'])]),
+        ...new Set([
+          'get',
+          'list',
+          ...watchVerbs('PersistentVolumeClaim'),
+          ...(keepVolumes ? [] : ['delete']),
+        ]),
       ],
+      // get: whose a claim is that a pod names or a StatefulSet would bind (a kept volume).
       why: keepVolumes
-        ? 'database volume status'
-        : 'database volume status, and removing the volumes of deleted deployments (prune.keepDatabaseVolumes: false)',
+        ? 'database volume status, and whose an existing claim is before a StatefulSet binds it'
+        : 'database volume status, whose an existing claim is before a StatefulSet binds it, and removing the volumes of deleted deployments (prune.keepDatabaseVolumes: false)',
     },
     {
       ...resourceOf('Pod'),

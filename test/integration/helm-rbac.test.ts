@@ -419,11 +419,18 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
     // Both watched namespaces get the same Role.
     expect([...granted(watched[1] ?? '')].sort()).toEqual([...namespacePermissions].sort());
     // The metric has no namespace label; in its own namespace the agent touches its Lease, its
-    // digest key (a Secret it reads and, on the first start, makes) and the suspensions (a
-    // ConfigMap it reads and acknowledges) alone.
+    // digest key (a Secret it reads and, on the first start, makes), the suspensions (a
+    // ConfigMap it reads and acknowledges) and the listener-wide Events about them alone.
     const isLease = (p: string) => p.startsWith('coordination.k8s.io/leases ');
     const isOwn = (p: string) =>
-      isLease(p) || ['/secrets get', '/secrets create', '/configmaps get', '/configmaps patch'].includes(p);
+      isLease(p) ||
+      [
+        '/secrets get',
+        '/secrets create',
+        '/configmaps get',
+        '/configmaps patch',
+        'events.k8s.io/events create',
+      ].includes(p);
     const unused = (permissions: Set<string>, usedHere: (p: string) => boolean) =>
       [...permissions].filter((p) => !(used.has(p) && usedHere(p)) && NOT_IN_RUN[p] === undefined).sort();
     expect(unused(namespacePermissions, (p) => !isLease(p))).toEqual([]);
@@ -475,7 +482,7 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
     };
     const plain = await template();
     expect(plain.verbsOn('n1', 'ingresses')).toEqual([]);
-    expect(plain.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch']);
+    expect(plain.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['get', 'list', 'watch']);
     const configured = await template(
       'config.render.ingress.className=public',
       'config.reconcile.prune.keepDatabaseVolumes=false',
@@ -490,7 +497,7 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'patch',
       'delete',
     ]);
-    expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['list', 'watch', 'delete']);
+    expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['get', 'list', 'watch', 'delete']);
     // In the release's namespace only the digest key and the suspensions: the Lease went elsewhere.
     expect(configured.rulesOf('rel')).toEqual([
       { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
@@ -501,6 +508,7 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
         resourceNames: ['k8s-listener-suspensions'],
         verbs: ['get', 'patch'],
       },
+      { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
     ]);
     expect(configured.rulesOf('coordination')).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
@@ -547,9 +555,10 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       }
     }
     expect(allowedWrites).toEqual([]);
-    // In its own namespace it may only hold its Lease and make its digest key (a Secret: RBAC
-    // cannot name what does not exist yet), which it may read by name alone.
-    for (const kind of kinds.filter((k) => k !== 'Lease' && k !== 'Secret')) {
+    // In its own namespace it may only hold its Lease, make its digest key (a Secret: RBAC
+    // cannot name what does not exist yet), which it may read by name alone, and record the
+    // listener-wide Events.
+    for (const kind of kinds.filter((k) => k !== 'Lease' && k !== 'Secret' && k !== 'Event')) {
       const type = resourceTypeOf(kind);
       expect(
         await allowed(tokenConfig, {
@@ -564,6 +573,14 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
     expect(await allowed(tokenConfig, { namespace: releaseNs, resource: 'secrets', verb: 'create' })).toBe(
       true,
     );
+    expect(
+      await allowed(tokenConfig, {
+        namespace: releaseNs,
+        group: 'events.k8s.io',
+        resource: 'events',
+        verb: 'create',
+      }),
+    ).toBe(true);
     for (const [name, verb, expected] of [
       ['k8s-listener-digest-key', 'get', true],
       ['k8s-listener-digest-key', 'update', false],

@@ -47,8 +47,8 @@ describe('the permissions check asks for', () => {
   it.each([
     ['', 'secrets', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
     ['', 'podtemplates', ['get', 'list', 'watch', 'patch', 'delete']],
-    ['', 'configmaps', ['list', 'watch', 'patch', 'delete']],
-    ['', 'persistentvolumeclaims', ['list', 'watch']],
+    ['', 'configmaps', ['get', 'list', 'watch', 'patch', 'delete']],
+    ['', 'persistentvolumeclaims', ['get', 'list', 'watch']],
     ['', 'pods', ['list', 'watch']],
     ['events.k8s.io', 'events', ['create', 'patch']],
   ])('%s %s: %j', (group, resource, verbs) => {
@@ -74,7 +74,7 @@ describe('the permissions check asks for', () => {
     const dropping = ReconcileConfig.parse({ prune: { keepDatabaseVolumes: false } });
     expect(
       verbsOf(namespaceAccess({ render: goldenConfig, reconcile: dropping }), '', 'persistentvolumeclaims'),
-    ).toEqual(['list', 'watch', 'delete']);
+    ).toEqual(['get', 'list', 'watch', 'delete']);
   });
 
   it('asks to create any Lease and to get and update its own, only with leader election', () => {
