@@ -1,24 +1,101 @@
-// A namespace set up as platform teams set them — Pod Security `restricted` enforced and a
-// ResourceQuota on cpu and memory — admits every pod the agent renders. Each pod template is
-// created as a Pod with dryRun=All, which runs the same admission the ReplicaSet's pods meet.
+// A namespace set up as platform teams set them — Pod Security `restricted` enforced, a
+// ResourceQuota on cpu, memory and ephemeral storage (which refuses a pod any container of which,
+// init containers and native sidecars included, lacks a memory limit), and an admission policy
+// that refuses one any container of which lacks a memory or an ephemeral-storage limit — admits
+// every pod the agent renders. Each pod template is created as a Pod with dryRun=All, which runs
+// the same admission the ReplicaSet's pods meet.
+import * as k8s from '@kubernetes/client-node';
 import fc from 'fast-check';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient, type KubeObject } from '../../src/kube/index.ts';
 import { RenderConfig, type RenderResult, renderDeployment } from '../../src/render/index.ts';
-import { adminKube, uniqueNamespace } from '../support/adminKube.ts';
+import { adminKube, eventually, uniqueNamespace } from '../support/adminKube.ts';
 import { listener, maximalDeployment, minimalDeployment } from '../support/renderFixtures.ts';
 import { hostilePodSettings, validDeployment } from '../support/specArbitraries.ts';
 
 const admin = adminKube(inject('kubeconfigPath'));
-/** The agent's defaults (Pod Security restricted), with what the maximal example names allowed. */
+/**
+ * The agent's defaults (Pod Security restricted), with what the maximal example names allowed, and
+ * the CSI drivers of the examples and of the generated volumes (none is allowed by default).
+ */
 const RESTRICTED = RenderConfig.parse({
   ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
-  policy: { serviceAccounts: ['agent-platform'], serviceAccountTokens: true },
+  policy: {
+    serviceAccounts: ['agent-platform'],
+    serviceAccountTokens: true,
+    csiDrivers: ['secrets-store.csi.k8s.io', 'files.csi.example.test'],
+  },
 });
 const namespace = uniqueNamespace('admission');
 let kube: KubeClient;
+const admission = admin.config.makeApiClient(k8s.AdmissionregistrationV1Api);
+const LIMITS_POLICY = `container-limits-${namespace}`;
+/** CEL: every container of a list has a memory and an ephemeral-storage limit. */
+const limited = (list: string) =>
+  `${list}.all(c, has(c.resources) && has(c.resources.limits) && 'memory' in c.resources.limits && 'ephemeral-storage' in c.resources.limits)`;
+
+/** Every container of every kind must have a memory and an ephemeral-storage limit (test policy). */
+async function requireContainerLimits(): Promise<void> {
+  await admission.createValidatingAdmissionPolicy({
+    body: {
+      metadata: { name: LIMITS_POLICY },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: {
+          resourceRules: [
+            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'] },
+          ],
+        },
+        validations: [
+          {
+            expression: `${limited('object.spec.containers')} && (!has(object.spec.initContainers) || ${limited('object.spec.initContainers')})`,
+            message: 'every container needs a memory and an ephemeral-storage limit (test policy)',
+          },
+        ],
+      },
+    },
+  });
+  await admission.createValidatingAdmissionPolicyBinding({
+    body: {
+      metadata: { name: LIMITS_POLICY },
+      spec: {
+        policyName: LIMITS_POLICY,
+        validationActions: ['Deny'],
+        matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': namespace } } },
+      },
+    },
+  });
+  // In force once a pod with a container without limits meets it.
+  await eventually('the container-limits policy in force', async () => {
+    const bare: KubeObject = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'bare', namespace, labels: {}, annotations: {} },
+      spec: {
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox:1.36',
+            resources: { requests: { cpu: '10m', memory: '1Mi' }, limits: { memory: '1Mi' } },
+            securityContext: {
+              allowPrivilegeEscalation: false,
+              capabilities: { drop: ['ALL'] },
+              runAsNonRoot: true,
+              seccompProfile: { type: 'RuntimeDefault' },
+            },
+          },
+        ],
+      },
+    };
+    const refused = await kube.create(bare, { dryRun: true }).then(
+      () => false,
+      (error: unknown) => String(error).includes('test policy'),
+    );
+    return refused ? true : undefined;
+  });
+}
 
 beforeAll(async () => {
   kube = await KubeClient.fromKubeconfig(inject('kubeconfigPath'), { logger: pino({ level: 'silent' }) });
@@ -42,12 +119,23 @@ beforeAll(async () => {
     namespace,
     body: {
       metadata: { name: 'compute' },
-      spec: { hard: { 'requests.cpu': '64', 'requests.memory': '256Gi', 'limits.memory': '256Gi' } },
+      spec: {
+        hard: {
+          'requests.cpu': '64',
+          'requests.memory': '256Gi',
+          'limits.memory': '256Gi',
+          'requests.ephemeral-storage': '1Ti',
+          'limits.ephemeral-storage': '1Ti',
+        },
+      },
     },
   });
+  await requireContainerLimits();
 });
 
 afterAll(async () => {
+  await admission.deleteValidatingAdmissionPolicyBinding({ name: LIMITS_POLICY }).catch(() => undefined);
+  await admission.deleteValidatingAdmissionPolicy({ name: LIMITS_POLICY }).catch(() => undefined);
   await kube?.close();
   await admin.core.deleteNamespace({ name: namespace }).catch(() => undefined);
 });
@@ -138,7 +226,7 @@ function withoutNfs(deployment: Deployment): Deployment {
   return copy;
 }
 
-describe('a restricted namespace with a cpu/memory quota', () => {
+describe('a restricted namespace with a cpu, memory and ephemeral-storage quota', () => {
   it.each([
     ['minimal', minimalDeployment],
     ['maximal (sidecars, init containers, database, key-value store)', withoutNfs(maximalDeployment)],

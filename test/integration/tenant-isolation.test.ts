@@ -22,9 +22,16 @@ import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { eventually } from '../support/adminKube.ts';
 import { app, revisionStatus, useAgentWorld, waitForRevision } from '../support/agentHarness.ts';
 
+/** The platform's wildcard certificate, which every rendered Ingress serves. */
+const WILDCARD_TLS = 'platform-wildcard-tls';
 // The thief's CSI volume names its driver as a platform would list it: what is tried is the
 // Secret it names, not a driver the platform never allowed.
-const setup = useAgentWorld({ render: { policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } } });
+const setup = useAgentWorld({
+  render: {
+    policy: { csiDrivers: ['secrets-store.csi.k8s.io'] },
+    ingress: { className: 'nginx', tlsSecretName: WILDCARD_TLS, allowedHostSuffixes: ['example.test'] },
+  },
+});
 
 const source = (resource_spec: Record<string, unknown>) => ({
   source_config: {
@@ -100,6 +107,63 @@ describe("another deployment's objects", () => {
       (s) => s.metadata?.name,
     );
     expect(secrets.filter((n) => n?.startsWith('thief'))).toEqual([]);
+  });
+});
+
+describe("the Ingress's TLS Secret", () => {
+  it('cannot be mounted or read as variables by any container of a deployment: refused, nothing written', async () => {
+    // As the platform team made it, in the namespace its Ingresses serve it from.
+    await setup.world.kube.core.createNamespacedSecret({
+      namespace: setup.ns,
+      body: {
+        metadata: { name: WILDCARD_TLS },
+        type: 'kubernetes.io/tls',
+        data: {
+          'tls.crt': Buffer.from('cert').toString('base64'),
+          'tls.key': Buffer.from('key').toString('base64'),
+        },
+      },
+    });
+    const snoop = await setup.world.client.createDeployment(
+      app(setup.world, 'snoop', setup.ns, {
+        ...source({
+          min_scale: 1,
+          max_scale: 1,
+          cpu: 0.05,
+          memory_mb: 32,
+          volumes: [{ name: 'cert', secret: { secretName: WILDCARD_TLS } }],
+          sidecars: [
+            {
+              name: 'log',
+              image: 'busybox:1.36',
+              envFrom: [{ secretRef: { name: WILDCARD_TLS } }],
+              volumeMounts: [{ name: 'cert', mountPath: '/cert' }],
+            },
+          ],
+          init_containers: [
+            {
+              name: 'proxy',
+              image: 'busybox:1.36',
+              restartPolicy: 'Always',
+              env: [{ name: 'KEY', valueFrom: { secretKeyRef: { name: WILDCARD_TLS, key: 'tls.key' } } }],
+            },
+          ],
+        }),
+      }),
+    );
+    await waitForRevision(setup.world, snoop, 'DEPLOY_FAILED');
+    const reason = lastMessage(snoop.id);
+    expect(reason).toContain(`deployment ${snoop.id} cannot be rendered`);
+    for (const field of [
+      'spec.volumes[0].secret.secretName',
+      'spec.containers[1](log).envFrom[0].secretRef.name',
+      'spec.initContainers[0](proxy).env[0].valueFrom.secretKeyRef.name',
+    ])
+      expect(reason).toContain(
+        `Deployment/snoop ${field}: Secret ${WILDCARD_TLS} is the Ingress TLS Secret (render.ingress.tlsSecretName)`,
+      );
+    expect(reason).not.toContain(Buffer.from('key').toString('base64'));
+    expect(await objectsOf(snoop.id)).toEqual([]);
   });
 });
 

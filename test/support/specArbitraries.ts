@@ -300,10 +300,24 @@ const volumeKinds: fc.Arbitrary<VolumeKind[]> = fc.oneof(
 );
 
 /**
- * A deployment (the minimal one) with free-form pod settings: sidecars and an init container with
- * any security context, volumes of every type mounted with any propagation, and annotations that
- * set AppArmor or seccomp the old way. Pod-level fields (sysctls, host namespaces) are not part of
- * the interface, so they cannot be generated: render never renders them from input.
+ * What a sidecar or init container gives of its resources: nothing, a lone request of one
+ * resource (which must still end with a limit), or a limit alone.
+ */
+const containerResources = fc.constantFrom<Container['resources'] | undefined>(
+  undefined,
+  { requests: { memory: '1Mi' } },
+  { requests: { cpu: '10m' } },
+  { requests: { 'ephemeral-storage': '16Mi' } },
+  { limits: { memory: '32Mi' } },
+  { limits: { 'ephemeral-storage': '256Mi' } },
+);
+
+/**
+ * A deployment (the minimal one) with free-form pod settings: sidecars and an init container (at
+ * times a native sidecar) with any security context and any partial resources, volumes of every
+ * type mounted with any propagation, and annotations that set AppArmor or seccomp the old way.
+ * Pod-level fields (sysctls, host namespaces) are not part of the interface, so they cannot be
+ * generated: render never renders them from input.
  */
 export const hostilePodSettings: fc.Arbitrary<Deployment> = fc
   .record({
@@ -311,6 +325,8 @@ export const hostilePodSettings: fc.Arbitrary<Deployment> = fc
     propagation: maybe(fc.constantFrom('None', 'HostToContainer', 'HostToContainer', 'Bidirectional')),
     sidecars: fc.array(maybe(securityContext), { minLength: 1, maxLength: 2 }),
     init: maybe(securityContext),
+    resources: fc.array(containerResources, { minLength: 3, maxLength: 3 }),
+    nativeSidecar: fc.boolean(),
     annotations: fc.record(
       {
         'container.apparmor.security.beta.kubernetes.io/app': fc.constantFrom(
@@ -324,7 +340,7 @@ export const hostilePodSettings: fc.Arbitrary<Deployment> = fc
       { requiredKeys: [] },
     ),
   })
-  .map(({ volumes, propagation, sidecars, init, annotations }) => {
+  .map(({ volumes, propagation, sidecars, init, resources, nativeSidecar, annotations }) => {
     const deployment = structuredClone(minimalDeployment);
     const volumeName = (kind: string) => kind.toLowerCase();
     const mounts = volumes.map((kind) => ({
@@ -332,11 +348,12 @@ export const hostilePodSettings: fc.Arbitrary<Deployment> = fc
       mountPath: `/mnt/${volumeName(kind)}`,
       ...(propagation ? { mountPropagation: propagation } : {}),
     }));
-    const container = (name: string, context: object | undefined): Container => ({
+    const container = (name: string, context: object | undefined, i: number): Container => ({
       name,
       image: 'busybox:1.36',
       volumeMounts: mounts,
       ...(context ? { securityContext: { ...context } } : {}),
+      ...(resources[i] ? { resources: structuredClone(resources[i]) } : {}),
     });
     deployment.source_config.resource_spec = {
       min_scale: 1,
@@ -348,8 +365,14 @@ export const hostilePodSettings: fc.Arbitrary<Deployment> = fc
         name: volumeName(kind),
         [kind]: structuredClone(VOLUME_KINDS[kind]),
       })),
-      sidecars: sidecars.map((context, i) => container(`side${i}`, context)),
-      ...(init === undefined ? {} : { init_containers: [container('setup', init)] }),
+      sidecars: sidecars.map((context, i) => container(`side${i}`, context, i)),
+      ...(init === undefined
+        ? {}
+        : {
+            init_containers: [
+              { ...container('setup', init, 2), ...(nativeSidecar ? { restartPolicy: 'Always' } : {}) },
+            ],
+          }),
     };
     return deployment;
   });
