@@ -497,7 +497,9 @@ export const RenderConfig = z.strictObject({
       ingressControllerNamespace: z
         .string()
         .optional()
-        .describe("The ingress controller's namespace: its pods may reach the application workloads."),
+        .describe(
+          "The ingress controller's namespace: its pods may reach the application workloads. Never one of the agent's `namespaces`, where every deployment's pods would then reach every other's.",
+        ),
       allowFrom: z
         .array(FreeForm)
         .superRefine((peers, ctx) => {
