@@ -238,7 +238,7 @@ export class ControlPlaneClient {
       new Agent({ keepAliveTimeout: 30_000, keepAliveMaxTimeout: 120_000, connections: 16, pipelining: 1 });
   }
 
-  // --- OAuth providers, agent connections, repositories (§4.1–4.5)
+  // --- OAuth providers, agent connections, repositories
 
   async getOAuthProvider(providerId: string): Promise<OAuthProvider> {
     return parseResource(
@@ -280,7 +280,7 @@ export class ControlPlaneClient {
     return parseResource(AgentConnectionList, body, 'agent connection list', agentId).data;
   }
 
-  // --- Deployments and revisions (§4.6–4.9, plus create and delete)
+  // --- Deployments and revisions
 
   async createDeployment(body: DeploymentCreate): Promise<Deployment> {
     return parseResource(
@@ -364,7 +364,7 @@ export class ControlPlaneClient {
     return collect(this.revisions(deploymentId, filter, options));
   }
 
-  // --- Listeners (§4.10–4.11, plus create and replace)
+  // --- Listeners
 
   listeners(): AsyncGenerator<Parsed<Listener>> {
     return this.#paginate(route('/v2/listeners'), {}, Listener, 'listener');
@@ -394,7 +394,7 @@ export class ControlPlaneClient {
     return parseResource(Listener, response, 'listener', listenerId);
   }
 
-  // --- Status-report extension (DESIGN.md "Reporting")
+  // --- Status reports: the agent's extension of the interface (docs/architecture.md, "Reporting")
 
   async postStatusReports(listenerId: string, batch: StatusReportBatch): Promise<void> {
     await this.#send(

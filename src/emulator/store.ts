@@ -238,11 +238,11 @@ export class EmulatorStore {
         ...current.source_revision_config,
         ...definedOnly(patch.source_revision_config),
       });
-      // Only a change of the revision configuration makes a new revision (interface §3, rule 1).
+      // Only a change of `source_revision_config` makes a new revision; `source_config` never does.
       if (!isDeepStrictEqual(next, current.source_revision_config)) {
         current.source_revision_config = next;
         current.image_version = imageVersionOf(next);
-        // The override is this revision's source only; the deployment keeps its own (interface §4.6).
+        // A PATCH's `revision_source` is this revision's source only; the deployment keeps its own.
         this.#addRevision(stored, next, now, patch.revision_source ?? current.source);
       }
     }

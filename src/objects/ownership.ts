@@ -1,4 +1,4 @@
-// Labels and annotations that mark what this agent owns (DESIGN.md "Identity and ownership").
+// Labels and annotations that mark what this agent owns (docs/design.md, "Ownership labels").
 // The listener-id label is what every list, watch and prune is scoped by.
 
 export const AGENT_NAME = 'k8s-listener';

@@ -1,5 +1,6 @@
-// The safety rule on deletions (DESIGN.md, rule 2): a deployment's objects go only when a
-// complete listing shows it gone, and a sudden mass disappearance is refused.
+// The rule on deletions (docs/design.md, "Deletion needs a complete listing"): a deployment's
+// objects go only when a complete listing shows it gone, and a sudden mass disappearance is
+// refused.
 
 export interface PruneGuardLimits {
   readonly maxVanishedFraction: number;

@@ -1,4 +1,4 @@
-// The reconcile part of the agent configuration, with the defaults of DESIGN.md. Each key's
+// The reconcile part of the agent configuration, with its defaults. Each key's
 // description is the text of the generated configuration reference (docs/configuration.md).
 import { z } from 'zod';
 

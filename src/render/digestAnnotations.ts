@@ -1,6 +1,7 @@
 // Where render writes its digests (each object's spec hash, a pod template's config checksum), and
 // how a command without the agent's digest key shows them: an unkeyed digest of content that holds
-// a secret value lets whoever reads it guess a weak secret offline (DESIGN.md, safety rule 5). Pure.
+// a secret value lets whoever reads it guess a weak secret offline (docs/design.md, "Secret
+// values stay secret"). Pure.
 import { ANNOTATION_CONFIG_CHECKSUM, ANNOTATION_SPEC_HASH } from '../objects/ownership.ts';
 
 /** What `render` prints instead of a digest of secret values, having no digest key. */

@@ -1,5 +1,5 @@
-// Builds the Kubernetes objects of a valid render plan (see DESIGN.md "What one deployment
-// becomes"). Everything here is total: validation happened in plan.ts.
+// Builds the Kubernetes objects of a valid render plan (docs/architecture.md, "Render", has the
+// table). Everything here is total: validation happened in plan.ts.
 import type { Container, VolumeMount } from '../controlplane/schemas/index.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {

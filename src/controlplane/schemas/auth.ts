@@ -1,5 +1,6 @@
-// OAuth providers and agent connections (interface §2.1, §2.2). Which fields are required is
-// not shown, so everything but the id is optional.
+// OAuth providers (`GET /v2/auth/providers`) and agent connections
+// (`GET /v2/auth/agents/{agent_id}/connections`). The interface does not say which fields are
+// required, so everything but the id is optional.
 import { z } from 'zod';
 import { DateTime } from './common.ts';
 

@@ -1,4 +1,4 @@
-// Deployment and everything nested in it (interface §2.4).
+// Deployment, as `GET /v2/deployments` lists it, and everything nested in it.
 import { z } from 'zod';
 import {
   DateTime,
@@ -142,7 +142,7 @@ export const SourceConfig = z.object({
 });
 export type SourceConfig = z.infer<typeof SourceConfig>;
 
-/** Request form (§2.4.2): `repo_commit_sha` is response-only. */
+/** Request form (the bodies that create or patch a deployment): `repo_commit_sha` is response-only. */
 export const SourceRevisionConfigRequest = z.object({
   repo_ref: str,
   graph_config_path: str,
@@ -216,7 +216,7 @@ export const DeploymentCreate = z.object({
 });
 export type DeploymentCreate = z.infer<typeof DeploymentCreate>;
 
-/** Body of PATCH /v2/deployments/{id} (§4.6). */
+/** Body of `PATCH /v2/deployments/{deployment_id}`. */
 export const DeploymentPatch = z.object({
   revision_source: RevisionSource.nullish(),
   source_config: SourceConfig.nullish(),

@@ -1,4 +1,4 @@
-// Listener (interface §2.6) and the bodies that write one.
+// Listener, as `GET /v2/listeners/{listener_id}` returns it, and the bodies that write one.
 import { z } from 'zod';
 import { DateTime, Uuid } from './common.ts';
 

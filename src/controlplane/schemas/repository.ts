@@ -1,4 +1,5 @@
-// Repository, the item of the repository-listing operations (interface §2.3).
+// Repository, the item of `GET /v1/integrations/repohost/{integration_id}/repos` (and its hosted
+// variant).
 import { z } from 'zod';
 import { Uuid } from './common.ts';
 

@@ -1,4 +1,4 @@
-// Revision, the item of the revision list (interface §2.5).
+// Revision, the item of `GET /v2/deployments/{deployment_id}/revisions`.
 import { z } from 'zod';
 import { DateTime, RevisionStatus, Source, Uuid } from './common.ts';
 import { SourceRevisionConfig } from './deployment.ts';

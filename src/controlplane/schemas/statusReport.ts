@@ -1,4 +1,5 @@
-// The status-report extension (DESIGN.md "Reporting"): not part of the shown interface.
+// The body of `POST /v2/listeners/{listener_id}/status-reports`, the agent's extension of the
+// control-plane interface (docs/architecture.md, "Reporting").
 import { z } from 'zod';
 import { DateTime, DeploymentStatus, Uuid } from './common.ts';
 
