@@ -1,4 +1,4 @@
-// Issue 18, finding 6: what the control plane sends is untrusted input, its size included. A
+// docs/design.md, "Control-plane input is untrusted", its size included. A
 // 300 MiB listing body, a listing that never ends, one whose full pages together pass the listing
 // cap and a page with more items than asked for each fail that poll with a typed error — the body
 // refused past controlPlane.maxResponseBytes, the listing past controlPlane.maxPages or

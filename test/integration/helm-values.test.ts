@@ -99,7 +99,7 @@ const BAD_VALUES: readonly [set: string, names: string][] = [
   ['networkPolicy.apiServer.cidrs={10.0.0.1}', '/networkPolicy/apiServer/cidrs/0'],
   ['networkPolicy.apiServer.ports={https}', '/networkPolicy/apiServer/ports/0'],
   ['networkPolicy.egress=x', '/networkPolicy/egress'],
-  // Issue 18, finding 12: the API key belongs in a Secret, not in the ConfigMap `config` becomes.
+  // The API key belongs in a Secret, not in the ConfigMap `config` becomes.
   ['config.controlPlane.apiKey=k', '/config/controlPlane'],
   ['config.controlPlane.apiKeyFile=/k', '/config/controlPlane'],
   ['serviceAccount.create=sure', '/serviceAccount/create'],

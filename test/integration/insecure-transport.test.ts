@@ -1,4 +1,4 @@
-// Issue 18, finding 7, as an operator sees it: an agent whose kubeconfig turns certificate
+// Transport security as an operator sees it: an agent whose kubeconfig turns certificate
 // verification off (insecure-skip-tls-verify, against the test cluster) still works, and says so —
 // a warning at start, and k8s_listener_insecure_transport at 1 on its /metrics.
 import { readFile, writeFile } from 'node:fs/promises';

@@ -100,7 +100,7 @@ describe('inventory store', () => {
     expect(await storedText()).toContain('"specHash":"h3"');
   });
 
-  // Issue 18, finding 9: an inventory is a list of what to delete; one that does not hold
+  // docs/design.md, "Prune by inventory": an inventory is a list of what to delete; one that does not hold
   // together is reported and never loaded, so it can never make the agent delete anything.
   it.each([
     [

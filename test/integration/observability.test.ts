@@ -1,5 +1,5 @@
 // A running agent (against the emulator and the test cluster) seen as an operator sees it: its
-// /metrics accepted by `promtool check metrics` and read for the values the issue names, labels
+// /metrics accepted by `promtool check metrics` and read for the values an operator reads, labels
 // bounded, and its JSON log lines about one deployment carrying that deployment's fields. (That
 // Prometheus scrapes it and that every dashboard query and alert reads a series it exports:
 // monitoring-prometheus.test.ts.)
@@ -16,7 +16,7 @@ import { app, startAgent, startWorld, type World, waitForRevision } from '../sup
 import { declaredFamilies, readSamples, type Sample, sampleValue } from '../support/metricSamples.ts';
 import { promtool } from '../support/prometheus.ts';
 
-/** The names issue 8 asks for, besides the ones the agent already had. */
+/** Metric names an operator reads: controller-runtime's where it has one, then the agent's own. */
 const REQUIRED = [
   'workqueue_depth',
   'workqueue_adds_total',
@@ -34,7 +34,7 @@ const REQUIRED = [
   'k8s_listener_kube_request_duration_seconds',
   'k8s_listener_build_info',
   'k8s_listener_rollout_oldest_deploying_seconds',
-  // Kept from before.
+  // The agent's own.
   'k8s_listener_deployments',
   'k8s_listener_reconcile_duration_seconds',
   'k8s_listener_reconcile_errors_total',

@@ -1,5 +1,6 @@
-// Upgrading the agent never restarts every workload at once (issue 20, item 2), against the emulator
-// and the real API server: N deployments converged, the agent restarted with a render
+// Upgrading the agent never restarts every workload at once (docs/design.md, "Agent changes roll
+// out at a bounded rate"), against the emulator and the real API server: N deployments converged,
+// the agent restarted with a render
 // configuration that changes every pod template and a small agent change rate. No window sees more
 // rollouts start than the rate, `status` and the metrics say how many wait, each applied change is
 // told by one Event, a new revision of a held deployment is applied at once, and all converge.

@@ -1,4 +1,4 @@
-// DESIGN.md safety rule 7 (issue 18): a revision is applied all or nothing. A new revision whose
+// docs/design.md, "All or nothing": a revision is applied whole or not at all. A new revision whose
 // free-form content the API server refuses (an unknown field under strict validation), with a new
 // image and new secret values besides, writes nothing: every object of the previous revision — its
 // Secret, Service, Deployment and inventory — stays byte-for-byte as it was, and the revision is

@@ -212,7 +212,7 @@ describe('the reconciler at the edges', () => {
     expect(calls.slice(settled).filter((verb) => verb !== 'get')).toEqual([]);
   });
 
-  // Issue 18, finding 10: `col-N` with a database renders a Service `col-N-db`, as does a
+  // docs/design.md, "Never adopt": `col-N` with a database renders a Service `col-N-db`, as does a
   // deployment named `col-N-db`. Reconciled at the same instant they must never both apply: one
   // wins, the other is refused naming the taken object, and deleting the refused one deletes
   // nothing of the winner.

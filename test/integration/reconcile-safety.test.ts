@@ -1,5 +1,6 @@
-// DESIGN.md safety rule 2: a failed, partial or suspiciously empty listing deletes nothing, and a
-// sudden mass disappearance is refused; one deployment gone from a complete listing is deleted.
+// docs/design.md, "Deletion needs a complete listing": a failed, partial or suspiciously empty
+// listing deletes nothing, and a sudden mass disappearance is refused; one deployment gone from a
+// complete listing is deleted.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../src/manager/agent.ts';

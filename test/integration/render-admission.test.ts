@@ -247,7 +247,7 @@ describe('a restricted namespace with a cpu, memory and ephemeral-storage quota'
   });
 });
 
-// Issue 18, finding 1: Pod Security is the agent's to enforce, not an accident of friendly input.
+// Pod Security is the agent's to enforce, not an accident of friendly input.
 // Every generated deployment is either refused by render or admitted, every pod of it, by the real
 // Pod Security admission of a restricted namespace: never rendered and then refused.
 describe('free-form pod settings from a control-plane user', () => {

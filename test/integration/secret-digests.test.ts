@@ -1,4 +1,4 @@
-// Issue 18, finding 4: no digest of a secret value can be read without the agent's digest key —
+// No digest of a secret value can be read without the agent's digest key —
 // not in any non-Secret object the agent writes (its inventory's specHash and inputHash included),
 // and not in what `diff` prints when it cannot read the key (it then compares no digest, masks
 // them, and says so in one line). Each is a 10,000-word dictionary attack, the secret among the

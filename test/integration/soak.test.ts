@@ -1,4 +1,4 @@
-// A soak (issue 10, part 5): the real agent process (`k8s-listener run`) against the real cluster,
+// A soak: the real agent process (`k8s-listener run`) against the real cluster,
 // polling every 250 ms, through SOAK_CYCLES poll cycles (default 300) of churn — creates, patches,
 // redeploys, deletes — made one per cycle. Heap, RSS, libuv handles and async resources come from
 // the process's own /metrics (prom-client's default metrics); a leaked event listener shows as

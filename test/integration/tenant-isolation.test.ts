@@ -1,4 +1,4 @@
-// Issue 18, as an attacker with only a control-plane account would try it, against the real agent
+// The security model, as an attacker with only a control-plane account would try it, against the real agent
 // and API server: a second deployment in the same namespace that names the first one's database
 // volume, generated Secrets or inventory gets nothing — it is refused, naming each reference, and
 // nothing of it is written — while the first keeps running untouched. Naming them before the
@@ -334,7 +334,7 @@ describe("a deleted deployment's kept database volume", () => {
   }, 180_000);
 });
 
-// Issue 18, finding 4: digests of secret values in objects anyone with read access to the
+// Digests of secret values in objects anyone with read access to the
 // namespace sees (pod templates, the inventory) must not let a weak secret be guessed offline.
 describe('a secret value', () => {
   it('cannot be guessed from any non-Secret object the agent writes (10,000 words, the value among them)', async () => {

@@ -1,5 +1,5 @@
 // A dictionary attack on the digests someone can read (objects in the cluster, what a command
-// prints), as whoever knows a deployment but its secret would run it (issue 18, finding 4): render
+// prints), as whoever knows a deployment but its secret would run it: render
 // each guess as the agent would — every object's digests, the spec hash and input hash its
 // inventory records — and look for any of them among what was read.
 import type { Deployment, Listener, Revision } from '../../src/controlplane/schemas/index.ts';

@@ -216,7 +216,7 @@ export const breakage: fc.Arbitrary<Breakage> = fc.constantFrom<Breakage>(
 
 export { listener };
 
-// --- Pod settings as an attacker with a control-plane account would write them (issue 18) -----
+// --- Pod settings as an attacker with a control-plane account would write them ---------------
 
 const maybe = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined });
 const profile = (types: string[]) =>

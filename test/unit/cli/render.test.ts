@@ -67,7 +67,7 @@ describe('render command', () => {
     expect(stdout).not.toContain('maximal-secret-value-1');
   });
 
-  // Issue 18, finding 8: render read live secrets from the control plane and printed them.
+  // Render never prints a Secret value unless asked to (docs/design.md, "Secret values stay secret").
   it('masks Secret values unless --show-secrets', async () => {
     const file = join(mkdtempSync(join(tmpdir(), 'render-secret-')), 'deployment.json');
     const deployment = JSON.parse(readFileSync('test/fixtures/deployment-minimal.json', 'utf8'));
@@ -83,8 +83,8 @@ describe('render command', () => {
     expect(shown.stdout).toContain(`API_TOKEN: ${encoded}`);
   });
 
-  // Issue 18, finding 4: render has no digest key, so the digests it would print of a live secret
-  // are unkeyed — a dictionary attack on the printed config-checksum recovered the secret.
+  // Render has no digest key, so the digests it would print of a live secret
+  // are unkeyed — a dictionary attack on a printed config-checksum would recover the secret.
   it('prints no digest of a secret value by --id: a 10,000-word dictionary attack on its output recovers nothing', async () => {
     const created = await harness.client.createDeployment({
       name: 'guarded',

@@ -40,7 +40,8 @@ describe('agent configuration', () => {
     expect(config.probes.port).toBe(9191);
   });
 
-  // Issue 18, finding 2: a deployment in the agent's namespace could run as its ServiceAccount.
+  // A deployment in the agent's namespace could run as its ServiceAccount (docs/design.md,
+  // "Namespaces the agent serves").
   it("refuses an allow-list holding the agent's own namespace, naming it", async () => {
     const error = await loadAgentConfig({
       env: {

@@ -1,4 +1,4 @@
-// Issue 18, finding 6: a control plane that answers too much — a body past the cap (declared or
+// Bounded input: a control plane that answers too much — a body past the cap (declared or
 // not), a listing that never ends or whose pages together pass the listing cap, a page with more
 // items than asked for — gets a typed error, read no further and never retried.
 import { createServer, type Server } from 'node:http';

@@ -240,7 +240,7 @@ describe('Deployment schema', () => {
   });
 });
 
-describe('both dialects and values this agent does not know (issue 17)', () => {
+describe('both dialects and values this agent does not know', () => {
   const minimal = () => structuredClone(fixture('deployment-minimal.json')) as Record<string, unknown>;
 
   it.each(['external_docker', 'internal_docker', 'external_container'])(

@@ -251,7 +251,7 @@ describe('emulator', () => {
       status: 'QUEUED',
       source_revision_config: { image_uri: 'registry.example.test/p@sha256:2222' },
     });
-    // An override names this revision's source only (interface §4.6): here a source build.
+    // A PATCH's revision_source names this revision's source only: here a source build.
     const built = await call(
       `/v2/deployments/${id}`,
       json('PATCH', {

@@ -58,7 +58,7 @@ async function loadError(options: Parameters<typeof loadKubeconfig>[0]): Promise
   return error as KubeconfigError;
 }
 
-// Issue 18, finding 7: credentials never travel in clear without the kubeconfig saying so.
+// Credentials never travel in clear without the kubeconfig saying so.
 describe('an http:// API server', () => {
   it('is refused, naming the field, unless the kubeconfig says insecure-skip-tls-verify', async () => {
     const path = await kubeconfig('plain', {

@@ -1,4 +1,4 @@
-// The reconciler's edge cases of issue 11 (1–3) as fast unit tests, over an in-memory cluster
+// The reconciler's edge cases as fast unit tests, over an in-memory cluster
 // behind its narrow reader/writer: an abort is its own outcome, a namespace missing or terminating
 // is retried whatever kind meets it first, and a failed revision gets a real retry after a
 // transient error. The same cases run against the real API server in
@@ -282,7 +282,7 @@ const theirs = (listenerId: string) => ({
   [LABEL_DEPLOYMENT_ID]: OTHER_DEPLOYMENT,
 });
 
-// Issue 18, finding 3 (the audit's holes): a name a pod would take whatever is made under later,
+// docs/design.md, "What a pod may name": a name a pod would take whatever is made under later,
 // and the agent's objects of another listener.
 describe('references of a deployment’s pods (in memory)', () => {
   const loot = naming([{ name: 'loot', secret: { secretName: 'victim-secrets' } }]);
@@ -398,7 +398,7 @@ describe('references of a deployment’s pods (in memory)', () => {
   });
 });
 
-// DESIGN.md safety rule 7 on a first apply: what runs nothing is written first, then every
+// docs/design.md, "All or nothing", on a first apply: what runs nothing is written first, then every
 // workload but the first is dry-run before any is written.
 describe('a first apply of several workloads (in memory)', () => {
   const several = naming([], { queue_min_scale: 1, db_storage_gi: 1 });

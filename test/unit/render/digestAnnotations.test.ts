@@ -1,5 +1,5 @@
 // Which digests render writes cover secret values, and how commands without the agent's digest key
-// show them (issue 18, finding 4): render masks those; diff compares none and masks them all.
+// show them: render masks those; diff compares none and masks them all.
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION_CONFIG_CHECKSUM, ANNOTATION_SPEC_HASH } from '../../../src/objects/ownership.ts';
 import {

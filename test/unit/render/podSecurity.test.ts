@@ -1,4 +1,4 @@
-// Issue 18, finding 1, field by field: each setting a control-plane user could use to leave Pod
+// Pod Security, field by field: each setting a control-plane user could use to leave Pod
 // Security `restricted` is refused by render, naming the field, on every kind of container the
 // interface lets them set it on (init, sidecar; the main container through its mounts and the pod
 // annotations) — and, where `baseline` forbids it too, at baseline.

@@ -1,4 +1,4 @@
-// Issue 18, finding 3: every name a rendered pod can use to read an object of its namespace, one
+// Every name a rendered pod can use to read an object of its namespace, one
 // row per field, found with where it is — the list the reconciler checks against the cluster.
 import { describe, expect, it } from 'vitest';
 import { Deployment, type ResourceSpec } from '../../../src/controlplane/schemas/index.ts';

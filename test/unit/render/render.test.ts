@@ -519,7 +519,7 @@ describe('database and key-value store', () => {
       );
       expect(names.indexOf('DATABASE_PASSWORD'), name).toBeLessThan(names.indexOf(name));
     }
-    // The key-value store answers only with its generated password (finding 11).
+    // The key-value store answers only with its generated password.
     expect(names.indexOf('REDIS_PASSWORD')).toBeLessThan(names.indexOf('REDIS_URI'));
     expect(env.find((e) => e.name === 'REDIS_URI')?.value).toBe(
       'redis://:$(REDIS_PASSWORD)@hello-kvstore.apps.svc:6379/0',
@@ -803,7 +803,7 @@ describe('hardening and policy', () => {
 });
 
 describe('deployment type and custom URL', () => {
-  // Issue 18, finding 5: on a shared ingress controller, a host is only taken under the platform's domains.
+  // On a shared ingress controller, a host is only taken under the platform's domains.
   it.each([
     ['agents.example.test', ['example.test'], true],
     ['example.test', ['example.test'], true],
@@ -973,7 +973,7 @@ describe('namespace, source, image and identity', () => {
   });
 });
 
-describe('both control-plane dialects (issue 17)', () => {
+describe('both control-plane dialects', () => {
   const base = () => structuredClone(minimalDeployment);
 
   it('renders external_docker exactly as external_container', () => {
@@ -1012,7 +1012,7 @@ describe('both control-plane dialects (issue 17)', () => {
   });
 });
 
-// Issue 18, finding 2: a ServiceAccount is its permissions; a token is a credential.
+// A ServiceAccount is its permissions; a token is a credential.
 describe('service accounts by policy', () => {
   const named = (account: string, volumes: ResourceSpec['volumes'] = []) =>
     withSpec({ service_account_name: account, volumes });
@@ -1055,7 +1055,7 @@ describe('service accounts by policy', () => {
   });
 });
 
-// Issue 18, finding 3: what a pod names, found wherever a pod can name it.
+// What a pod names (docs/design.md, "What a pod may name"), found wherever a pod can name it.
 describe('references of rendered pods', () => {
   it('lists every Secret, ConfigMap and claim a pod template names, with where', async () => {
     const { podReferences } = await import('../../../src/render/references.ts');
@@ -1108,7 +1108,7 @@ describe('references of rendered pods', () => {
   });
 });
 
-// Issue 18, finding 11: each deployment's network fenced (enforced by the cluster's network plugin).
+// Each deployment's network fenced (enforced by the cluster's network plugin).
 describe('network policies', () => {
   const withData = withSpec({ db_storage_gi: 1, kvstore_memory_mb: 64 });
   const id = minimalDeployment.id;
