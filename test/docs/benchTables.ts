@@ -94,23 +94,33 @@ export function parseBenchResult(file: string, text: string): BenchResult {
     : { kind: 'sync', result: parsed.data as SyncResult };
 }
 
-/** `npm run bench`'s runs, newest first: render and poll side by side when run together. */
+/** The newest record of each group, newest first: the tables show current figures; bench/results keeps every record. */
+function newestOf<T extends { readonly startedAt: string }>(
+  results: readonly T[],
+  group: (r: T) => string,
+): T[] {
+  const newest = new Map<string, T>();
+  for (const r of results) {
+    const held = newest.get(group(r));
+    if (!held || r.startedAt > held.startedAt) newest.set(group(r), r);
+  }
+  return [...newest.values()].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+}
+
+/** `npm run bench`'s newest render run and newest poll run. */
 export function microTableMarkdown(results: readonly MicroResult[]): string {
-  const rows = [...results]
-    .sort((a, b) => b.startedAt.localeCompare(a.startedAt))
-    .map((r) => {
-      const figures =
-        r.benchmark === 'render'
-          ? `median ${fixed(r.medianMs, 2)} ms, p99 ${fixed(r.p99Ms, 2)} ms per deployment; ${fixed(r.heldHeapMiB, 1)} MiB held for ${r.deployments.toLocaleString('en-US')}`
-          : `median ${fixed(r.medianMs, 1)} ms, max ${fixed(r.maxMs, 1)} ms per complete listing of ${r.deployments.toLocaleString('en-US')}`;
-      return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.benchmark} | ${figures} | ${r.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'} |`;
-    });
+  const rows = newestOf(results, (r) => r.benchmark).map((r) => {
+    const figures =
+      r.benchmark === 'render'
+        ? `median ${fixed(r.medianMs, 2)} ms, p99 ${fixed(r.p99Ms, 2)} ms per deployment; ${fixed(r.heldHeapMiB, 1)} MiB held for ${r.deployments.toLocaleString('en-US')}`
+        : `median ${fixed(r.medianMs, 1)} ms, max ${fixed(r.maxMs, 1)} ms per complete listing of ${r.deployments.toLocaleString('en-US')}`;
+    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.benchmark} | ${figures} | ${r.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'} |`;
+  });
   return ['| run (UTC) | benchmark | figures | load at start |', '|---|---|---|---|', ...rows, ''].join('\n');
 }
 
 const fixed = (value: number | null | undefined, digits: number) =>
   value === null || value === undefined ? '–' : value.toFixed(digits);
-const cell = (text: string) => text.replaceAll('|', '\\|').replaceAll('\n', ' ');
 
 const controllerQps = (result: SyncResult) => String(result.clusterControllerManagerQps ?? 20);
 
@@ -122,50 +132,48 @@ function requestsPerDeployment(result: SyncResult): string {
     .toFixed(1);
 }
 
-/** One row per run, newest first, grouped by N (largest first). */
+/** Whether a run timed the floor and kubectl too, so that its ratios exist. */
+const compared = (r: SyncResult) => Boolean(r.floorS && r.kubectlS);
+
+/**
+ * Per N (largest first), the newest run of each kind — the agent alone, or beside the floor and
+ * kubectl (the only kind with ratios) — at each controller rate.
+ */
 export function benchTableMarkdown(results: readonly SyncResult[]): string {
-  const sizes = [...new Set(results.map((r) => r.deployments))].sort((a, b) => b - a);
-  const lines: string[] = [];
-  for (const n of sizes) {
-    const runs = results
-      .filter((r) => r.deployments === n)
-      .sort((a, b) => b.startedAt.localeCompare(a.startedAt));
-    lines.push(
-      `#### N = ${n.toLocaleString('en-US')}`,
-      '',
-      '| run (UTC) | order, controller qps | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB (and a restart’s) | note |',
-      '|---|---|---|---|---|---|---|---|---|---|---|',
-    );
-    for (const r of runs) {
-      const floor = r.floorS ?? undefined;
-      const kubectl = r.kubectlS ?? undefined;
-      const applied = r.coldSync.appliedS;
-      lines.push(
-        [
-          r.startedAt.slice(0, 16).replace('T', ' '),
-          `${r.order?.join(' ') ?? 'agent floor kubectl'}, ${controllerQps(r)}`,
-          `${fixed(applied, 1)} (${fixed(r.coldSync.agentCpuAtAppliedS, 1)})`,
-          `${fixed(floor, 1)} / ${fixed(kubectl, 1)}`,
-          floor ? fixed(applied / floor, 2) : '–',
-          kubectl ? fixed(kubectl / applied, 2) : '–',
-          requestsPerDeployment(r),
-          r.steady ? String(r.steady.writesExceptLease) : '–',
-          r.changeToApplied ? fixed(r.changeToApplied.p99Ms / 1000, 1) : '–',
-          `${fixed(r.memory.peakRssMiB, 0)} / ${fixed(r.memory.peakHeapUsedMiB, 0)}${
-            r.restart
-              ? `; restarted: ${fixed(r.restart.peakRssMiB, 0)} RSS, caught up in ${fixed(r.restart.caughtUpS, 0)} s`
-              : ''
-          }`,
-          cell(r.note ?? ''),
-        ]
-          .join(' | ')
-          .replace(/^/, '| ')
-          .concat(' |'),
-      );
-    }
-    lines.push('');
-  }
-  return lines.join('\n');
+  const runs = newestOf(results, (r) => `${r.deployments} ${compared(r)} ${controllerQps(r)}`).sort(
+    (a, b) => b.deployments - a.deployments,
+  );
+  const rows = runs.map((r) => {
+    const floor = r.floorS ?? undefined;
+    const kubectl = r.kubectlS ?? undefined;
+    const applied = r.coldSync.appliedS;
+    return [
+      r.deployments.toLocaleString('en-US'),
+      r.startedAt.slice(0, 16).replace('T', ' '),
+      `${r.order?.join(' ') ?? 'agent floor kubectl'}, ${controllerQps(r)}`,
+      `${fixed(applied, 1)} (${fixed(r.coldSync.agentCpuAtAppliedS, 1)})`,
+      `${fixed(floor, 1)} / ${fixed(kubectl, 1)}`,
+      floor ? fixed(applied / floor, 2) : '–',
+      kubectl ? fixed(kubectl / applied, 2) : '–',
+      requestsPerDeployment(r),
+      r.steady ? String(r.steady.writesExceptLease) : '–',
+      r.changeToApplied ? fixed(r.changeToApplied.p99Ms / 1000, 1) : '–',
+      `${fixed(r.memory.peakRssMiB, 0)} / ${fixed(r.memory.peakHeapUsedMiB, 0)}${
+        r.restart
+          ? `; restarted: ${fixed(r.restart.peakRssMiB, 0)} RSS, caught up in ${fixed(r.restart.caughtUpS, 0)} s`
+          : ''
+      }`,
+    ]
+      .join(' | ')
+      .replace(/^/, '| ')
+      .concat(' |');
+  });
+  return [
+    '| N | run (UTC) | order, controller qps | applied s (agent CPU s) | floor / kubectl s | agent / floor | kubectl / agent | requests / deployment | steady writes | change → applied p99 s | peak RSS / heap MiB (and a restart’s) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
 }
 
 function median(values: readonly number[]): number | undefined {
@@ -175,57 +183,57 @@ function median(values: readonly number[]): number | undefined {
   return sorted.length % 2 === 1 ? sorted[middle] : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 }
 
-/** One row per `--runs` series (its runs' orders rotated), newest first: the medians the targets judge. */
+/** The newest complete `--runs` series (its runs' orders rotated) of each N: the medians the targets judge. */
 export function benchMediansMarkdown(results: readonly SyncResult[]): string {
   const series = new Map<string, SyncResult[]>();
   for (const r of results) if (r.series) series.set(r.series, [...(series.get(r.series) ?? []), r]);
-  // A series cut short (a run that failed) has no median of rotated orders: its runs are listed
-  // with the others, not here.
-  const rows = [...series.entries()]
-    .filter(([, runs]) => runs.length >= 3)
-    .sort(([a], [b]) => b.localeCompare(a))
-    .map(([start, runs]) => {
-      const n = runs[0]?.deployments ?? 1;
-      const of = (pick: (r: SyncResult) => number | null | undefined) =>
-        median(runs.map((r) => pick(r) ?? Number.NaN));
-      return [
-        start.slice(0, 16).replace('T', ' '),
-        n.toLocaleString('en-US'),
-        String(runs.length),
-        [...new Set(runs.map(controllerQps))].join(', '),
-        fixed(
-          of((r) => r.coldSync.appliedS),
-          1,
-        ),
-        fixed(
-          of((r) => (r.floorS ? r.coldSync.appliedS / r.floorS : undefined)),
-          2,
-        ),
-        fixed(
-          of((r) => (r.kubectlS ? r.kubectlS / r.coldSync.appliedS : undefined)),
-          2,
-        ),
-        fixed(
-          of((r) => Number(requestsPerDeployment(r))),
-          1,
-        ),
-        fixed(
-          of((r) => ((r.coldSync.agentCpuAtAppliedS ?? Number.NaN) * 1000) / n),
-          1,
-        ),
-        fixed(
-          of((r) => r.memory.peakRssMiB),
-          0,
-        ),
-        fixed(
-          of((r) => r.memory.peakGrowthKiBPerDeployment),
-          1,
-        ),
-      ]
-        .join(' | ')
-        .replace(/^/, '| ')
-        .concat(' |');
-    });
+  // A series cut short (a run that failed) has no median of rotated orders: not tabled here.
+  const complete = [...series.entries()].filter(([, runs]) => runs.length >= 3);
+  const rows = newestOf(
+    complete.map(([startedAt, runs]) => ({ startedAt, runs })),
+    ({ runs }) => String(runs[0]?.deployments),
+  ).map(({ startedAt: start, runs }) => {
+    const n = runs[0]?.deployments ?? 1;
+    const of = (pick: (r: SyncResult) => number | null | undefined) =>
+      median(runs.map((r) => pick(r) ?? Number.NaN));
+    return [
+      start.slice(0, 16).replace('T', ' '),
+      n.toLocaleString('en-US'),
+      String(runs.length),
+      [...new Set(runs.map(controllerQps))].join(', '),
+      fixed(
+        of((r) => r.coldSync.appliedS),
+        1,
+      ),
+      fixed(
+        of((r) => (r.floorS ? r.coldSync.appliedS / r.floorS : undefined)),
+        2,
+      ),
+      fixed(
+        of((r) => (r.kubectlS ? r.kubectlS / r.coldSync.appliedS : undefined)),
+        2,
+      ),
+      fixed(
+        of((r) => Number(requestsPerDeployment(r))),
+        1,
+      ),
+      fixed(
+        of((r) => ((r.coldSync.agentCpuAtAppliedS ?? Number.NaN) * 1000) / n),
+        1,
+      ),
+      fixed(
+        of((r) => r.memory.peakRssMiB),
+        0,
+      ),
+      fixed(
+        of((r) => r.memory.peakGrowthKiBPerDeployment),
+        1,
+      ),
+    ]
+      .join(' | ')
+      .replace(/^/, '| ')
+      .concat(' |');
+  });
   return [
     '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
@@ -234,20 +242,18 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
   ].join('\n');
 }
 
-/** `bench:node`'s runs, newest first: the LangGraph path's medians and the node's daemons at rest. */
+/** `bench:node`'s newest run: the LangGraph path's medians and the node's daemons at rest. */
 export function realNodeTableMarkdown(results: readonly RealNodeResult[]): string {
-  const rows = [...results]
-    .sort((a, b) => b.startedAt.localeCompare(a.startedAt))
-    .map((r) => {
-      const daemons = Object.entries(r.nodeAtRest)
-        .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
-        .join('; ');
-      const total = Object.values(r.nodeAtRest).reduce(
-        (sum, d) => ({ cpu: sum.cpu + d.cpuPercent, rss: sum.rss + d.rssMiB }),
-        { cpu: 0, rss: 0 },
-      );
-      return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
-    });
+  const rows = newestOf(results, () => 'real-node').map((r) => {
+    const daemons = Object.entries(r.nodeAtRest)
+      .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
+      .join('; ');
+    const total = Object.values(r.nodeAtRest).reduce(
+      (sum, d) => ({ cpu: sum.cpu + d.cpuPercent, rss: sum.rss + d.rssMiB }),
+      { cpu: 0, rss: 0 },
+    );
+    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
+  });
   return [
     '| run | deployments | deploy → first answered run (median) | new revision → first answered run (median) | node at rest (cpu of a core / RSS) | by daemon |',
     '|---|---|---|---|---|---|',

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../../../src/config/agentConfig.ts';
-import { parseBenchResult, realNodeTableMarkdown } from '../../docs/benchTables.ts';
+import { benchTableMarkdown, parseBenchResult, realNodeTableMarkdown } from '../../docs/benchTables.ts';
 import { chartValues, UndocumentedValueError } from '../../docs/chartValues.ts';
 import { configKeys } from '../../docs/configReference.ts';
 import { generatedPages } from '../../docs/generate.ts';
@@ -89,6 +89,42 @@ describe('bench:node records', () => {
     expect(() => parseBenchResult('x-real-node.json', JSON.stringify({ ...record, runs: 'two' }))).toThrow(
       /x-real-node.json/,
     );
+  });
+});
+
+describe('bench:sync records', () => {
+  it('are tabled as the newest run of each kind for each N and controller rate; the older stay in bench/results', () => {
+    const run = (startedAt: string, extra: Record<string, unknown> = {}) => {
+      const parsed = parseBenchResult(
+        `${startedAt}-1000.json`,
+        JSON.stringify({
+          startedAt,
+          deployments: 1000,
+          coldSync: { appliedS: 100 },
+          memory: { peakRssMiB: 170 },
+          ...extra,
+        }),
+      );
+      if (parsed.kind !== 'sync') throw new Error('not a sync record');
+      return parsed.result;
+    };
+    const rows = benchTableMarkdown([
+      run('2026-11-20T10:00:00Z'),
+      run('2026-11-21T10:00:00Z', { floorS: 80, kubectlS: 160 }),
+      run('2026-11-22T10:00:00Z'),
+      run('2026-11-23T10:00:00Z', { clusterControllerManagerQps: 100 }),
+      run('2026-11-19T10:00:00Z', { deployments: 3000 }),
+    ])
+      .split('\n')
+      .slice(2)
+      .filter((line) => line !== '');
+    expect(rows.map((row) => row.split(' | ').slice(0, 3).join(' | '))).toEqual([
+      '| 3,000 | 2026-11-19 10:00 | agent floor kubectl, 20',
+      '| 1,000 | 2026-11-23 10:00 | agent floor kubectl, 100',
+      '| 1,000 | 2026-11-22 10:00 | agent floor kubectl, 20',
+      '| 1,000 | 2026-11-21 10:00 | agent floor kubectl, 20',
+    ]);
+    expect(rows[3]).toContain('| 80.0 / 160.0 | 1.25 | 1.60 |');
   });
 });
 
