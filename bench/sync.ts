@@ -1,7 +1,7 @@
 // Sync benchmark: the real agent process applying N deployments to a fresh local cluster, against
 // the floor (a bare loop of server-side applies at the agent's concurrency on one keep-alive pool)
 // and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
-// latency, request counts and memory. Targets (issue 20) are printed with pass/fail;
+// latency, request counts and memory. The targets (bench/README.md, "Targets") are printed with pass/fail;
 // --strict exits 1 when one is missed.
 // Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--keep-cluster] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
 //   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
@@ -945,7 +945,7 @@ try {
     cpuProfileDir: profileDir,
   };
 
-  // Issue 20's targets for one run (its ratios are judged as the median of three runs in rotated order).
+  // The targets for one run (its ratios are judged as the median of three runs in rotated order).
   const requestsPerDeployment = Object.values(result.coldRequestsPerDeployment).reduce(
     (sum, n) => sum + n,
     0,
@@ -1045,7 +1045,7 @@ try {
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   console.log(rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'));
-  console.log(`\nTargets (issue 20, stated at N = 1,000${N === 1000 ? '' : `; this run is N = ${N}`}):`);
+  console.log(`\nTargets (stated at N = 1,000${N === 1000 ? '' : `; this run is N = ${N}`}):`);
   for (const { target, pass } of targets) console.log(`  ${pass ? 'PASS' : 'FAIL'}  ${target}`);
   console.log(`\nResults: ${path}${profileDir ? `\nCPU profile: ${profileDir}` : ''}`);
   if (snapshotDir) console.log(`Heap snapshot: ${snapshotDir}`);

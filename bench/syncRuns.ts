@@ -1,7 +1,7 @@
 // `bench:sync --runs N`: N runs of the sync benchmark, each a fresh cluster and its own record,
 // the order of agent, floor and kubectl rotated so that each goes first once in every three (the
 // first meets a cold API server, the later ones the pods of the earlier ones); then the medians,
-// judged against issue 20's targets.
+// judged against the targets (bench/README.md, "Targets").
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 
