@@ -46,3 +46,51 @@ export const SHARED_ANNOTATIONS = [
 
 /** The Secret of the agent's own namespace that holds its digest key (manager/digestKey). */
 export const DIGEST_KEY_SECRET = 'k8s-listener-digest-key';
+
+/** The labels and identity of a rendered or live object, as the ownership rules read them. */
+interface Labelled {
+  readonly kind: string;
+  readonly metadata: {
+    readonly name: string;
+    readonly namespace?: string | undefined;
+    readonly labels: Readonly<Record<string, string>>;
+  };
+}
+
+/**
+ * Why a found object's name is not this deployment's to write, or undefined when it is: never
+ * adopted from another owner, nor from another deployment of this listener (docs/design.md,
+ * "Never adopt"). `run` refuses the deployment with this reason; `diff` shows the same.
+ */
+export function whyNotOurs(object: Labelled, live: Labelled, deploymentId: string): string | undefined {
+  const name = `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`;
+  if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
+    return `${name} exists and is not managed by this listener`;
+  if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
+    return `${name} belongs to another deployment of this listener`;
+  return undefined;
+}
+
+/**
+ * Whether a recorded object may be deleted for this deployment: it still carries this listener's
+ * label and this deployment's id (never another's object that took a recorded name since).
+ */
+export function isPrunable(live: Labelled, listenerId: string, deploymentId: string): boolean {
+  return (
+    live.metadata.labels[LABEL_LISTENER_ID] === listenerId &&
+    live.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId
+  );
+}
+
+/**
+ * Who an object a pod names belongs to, when not to this deployment nor to the platform team:
+ * the agent marks all it manages (for any listener) with its managed-by label, and its
+ * deployments' objects with their deployment id; undefined when the deployment may use it.
+ */
+export function foreignOwner(live: Labelled, deploymentId: string, listenerId: string): string | undefined {
+  const { labels } = live.metadata;
+  if (labels[LABEL_MANAGED_BY] !== AGENT_NAME && labels[LABEL_LISTENER_ID] !== listenerId) return undefined;
+  const owner = labels[LABEL_DEPLOYMENT_ID];
+  if (owner === deploymentId) return undefined;
+  return owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment';
+}

@@ -11,7 +11,8 @@ import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
   deploymentSelector,
-  LABEL_LISTENER_ID,
+  isPrunable,
+  whyNotOurs,
 } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
 import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
@@ -174,14 +175,9 @@ async function presentPreview(
   try {
     for (const object of objects) {
       const live = await kube.get(refOf(object), { signal });
-      if (live && live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID]) {
-        // Never adopt: `run` fails this deployment with the same reason.
-        return {
-          ...base,
-          state: 'failed',
-          message: `${object.kind}/${namespace}/${object.metadata.name} exists and is not managed by this listener`,
-        };
-      }
+      // Never adopt: `run` fails this deployment with the same reason.
+      const taken = live && whyNotOurs(object, live, deployment.id);
+      if (taken) return { ...base, state: 'failed', message: taken };
       changes.push(
         keyed
           ? await dryRunDiff(kube, object, live, { force: true, createOnly: isCreateOnly(object), signal })
@@ -197,13 +193,13 @@ async function presentPreview(
     const placed = inventories.get(deployment.id);
     const previous = placed.flatMap((p) => p.inventory.entries);
     for (const stale of staleEntries(previous, entriesOf(objects))) {
-      const live = await ownedLive(options, stale);
+      const live = await ownedLive(options, stale, deployment.id);
       if (live) changes.push(pruneChange(live));
     }
     // An inventory left in a namespace the deployment moved away from goes too.
     for (const { namespace: other } of placed) {
       if (other === namespace) continue;
-      const record = await ownedLive(options, inventoryEntry(deployment.id, other));
+      const record = await ownedLive(options, inventoryEntry(deployment.id, other), deployment.id);
       if (record) changes.push(pruneChange(record));
     }
   } catch (error) {
@@ -227,7 +223,7 @@ async function deletionPreview(
     for (const { namespace, inventory } of inventories.get(id)) {
       const lives: LiveKubeObject[] = [];
       for (const entry of [...inventory.entries].reverse()) {
-        const live = await ownedLive(options, entry);
+        const live = await ownedLive(options, entry, id);
         if (live) lives.push(live);
       }
       if (!options.reconcileConfig.prune.keepDatabaseVolumes) {
@@ -238,7 +234,7 @@ async function deletionPreview(
         });
         lives.push(...claims);
       }
-      const record = await ownedLive(options, inventoryEntry(id, namespace));
+      const record = await ownedLive(options, inventoryEntry(id, namespace), id);
       if (record) lives.push(record);
       for (const live of lives) {
         objectName ??= live.metadata.annotations[ANNOTATION_DEPLOYMENT_NAME];
@@ -253,16 +249,17 @@ async function deletionPreview(
   return { id, name: objectName, state: 'deleted', reason, changes };
 }
 
-/** The live object of an entry, when it exists and carries this listener's label (safety rule 1). */
+/** The live object of an entry, when it exists and is the deployment's to prune (as `run` decides). */
 async function ownedLive(
   options: PreviewOptions,
   entry: InventoryEntry,
+  deploymentId: string,
 ): Promise<LiveKubeObject | undefined> {
   const live = await options.kube.get(
     { apiVersion: entry.apiVersion, kind: entry.kind, namespace: entry.namespace, name: entry.name },
     { signal: options.signal },
   );
-  return live && live.metadata.labels[LABEL_LISTENER_ID] === options.listener.id ? live : undefined;
+  return live && isPrunable(live, options.listener.id, deploymentId) ? live : undefined;
 }
 
 const isCreateOnly = (object: KubeObject) => object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';

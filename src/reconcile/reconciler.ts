@@ -19,15 +19,15 @@ import type { ObjectCache } from '../kube/objectCache.ts';
 import { withoutBody } from '../objects/body.ts';
 import { secretData } from '../objects/fields.ts';
 import {
-  AGENT_NAME,
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
   deploymentSelector,
+  foreignOwner,
+  isPrunable,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
-  LABEL_LISTENER_ID,
-  LABEL_MANAGED_BY,
+  whyNotOurs,
 } from '../objects/ownership.ts';
 import {
   type KubeObject,
@@ -664,7 +664,7 @@ export class Reconciler {
         continue;
       }
       found.set(id, live);
-      const verdict = live && takenBy(object, live, deploymentId);
+      const verdict = live && whyNotOurs(object, live, deploymentId);
       if (verdict) taken.push(verdict);
     }
     if (taken.length > 0) throw new TerminalError(Reason.ApplyRejected, taken.join('; '));
@@ -894,7 +894,7 @@ export class Reconciler {
     // Made and removed by someone else while we created it: not a verdict, so tried again.
     if (!found)
       throw new Error(`${object.kind}/${object.metadata.name} appeared and went while being created`);
-    const taken = takenBy(object, found, deploymentId);
+    const taken = whyNotOurs(object, found, deploymentId);
     if (taken) throw new TerminalError(Reason.ApplyRejected, taken);
     const why = whyWrite(object, found, this.#slim);
     if (why === undefined) return { live: found, before: found, why };
@@ -944,12 +944,7 @@ export class Reconciler {
       name: entry.name,
     };
     const live = await this.#o.kube.get(ref, { signal });
-    if (
-      !live ||
-      live.metadata.labels[LABEL_LISTENER_ID] !== this.#listenerId() ||
-      live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId
-    )
-      return;
+    if (!live || !isPrunable(live, this.#listenerId(), deploymentId)) return;
     log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'pruning');
     await this.#o.kube.delete(ref, {
       propagationPolicy: 'Background',
@@ -1080,29 +1075,6 @@ function createOnly(object: KubeObject): KubeObject {
 
 /** The type of a Secret that holds a ServiceAccount's token: never a deployment's to name. */
 const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
-
-/** Why a found object's name is not ours to write, or undefined when it is this deployment's. */
-function takenBy(object: KubeObject, live: LiveKubeObject, deploymentId: string): string | undefined {
-  const name = `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`;
-  if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
-    return `${name} exists and is not managed by this listener`;
-  if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
-    return `${name} belongs to another deployment of this listener`;
-  return undefined;
-}
-
-/**
- * Who an object a pod names belongs to, when not to this deployment nor to the platform team:
- * the agent marks all it manages (for any listener) with its managed-by label, and its
- * deployments' objects with their deployment id; undefined when the deployment may use it.
- */
-function foreignOwner(live: LiveKubeObject, deploymentId: string, listenerId: string): string | undefined {
-  const { labels } = live.metadata;
-  if (labels[LABEL_MANAGED_BY] !== AGENT_NAME && labels[LABEL_LISTENER_ID] !== listenerId) return undefined;
-  const owner = labels[LABEL_DEPLOYMENT_ID];
-  if (owner === deploymentId) return undefined;
-  return owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment';
-}
 
 /**
  * One log line names what an apply writes and why (a cold sync of many deployments would

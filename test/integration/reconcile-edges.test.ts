@@ -5,19 +5,15 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment, Listener, StatusReportBatch } from '../../src/controlplane/schemas/index.ts';
-import { EventRecorder, KubeApiError, KubeClient } from '../../src/kube/index.ts';
+import { KubeApiError, KubeClient } from '../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
-import { DesiredState } from '../../src/reconcile/desiredState.ts';
-import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
 import type { ReconcileOutcome } from '../../src/reconcile/outcome.ts';
-import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
-import { Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
+import type { ReconcilerKube } from '../../src/reconcile/reconciler.ts';
 import { chooseTarget, type Target } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { createMetrics } from '../../src/report/metrics.ts';
-import { StatusReporter } from '../../src/report/statusReporter.ts';
 import { createNamespace, uniqueNamespace } from '../support/adminKube.ts';
-import { app, FAST_RECONCILE, startWorld, type World } from '../support/agentHarness.ts';
+import { app, startWorld, type World } from '../support/agentHarness.ts';
+import { passThrough as passThroughOf, soloReconciler } from '../support/soloReconciler.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -36,68 +32,12 @@ afterAll(async () => {
   await world?.close();
 });
 
-/** A reconciler of its own, over `client`, whose reports are kept in `sent`. */
-function reconcilerOver(client: ReconcilerKube, renderConfig = RenderConfig.parse({})) {
-  const sent: StatusReportBatch[] = [];
-  const metrics = createMetrics({ defaultMetrics: false });
-  const reporter = new StatusReporter({
-    sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
-    listenerId: listener.id,
-    logger,
-    metrics,
-  });
-  const desired = new DesiredState();
-  const reconciler = new Reconciler({
-    kube: client,
-    desired,
-    inventories: new InventoryStore(client, listener.id),
-    reporter,
-    events: new EventRecorder({ client: kube, logger, identity: 'edges-test' }),
-    metrics,
-    logger,
-    renderConfig,
-    config: ReconcileConfig.parse(FAST_RECONCILE),
-    listener: () => listener,
-    allowedNamespaces: undefined,
-  });
-  return { reconciler, desired, reporter, sent };
-}
+/** A reconciler of its own over `client`, whose reports are kept in `sent`. */
+const reconcilerOver = (client: ReconcilerKube, renderConfig?: RenderConfig) =>
+  soloReconciler({ kube, listener, logger, client, ...(renderConfig ? { renderConfig } : {}) });
 
-/** The Kubernetes client, with each call counted by verb and `before` run ahead of it. */
-function passThrough(before: (verb: string, kind: string) => void = () => undefined) {
-  const calls: string[] = [];
-  const seen = (verb: string, kind: string) => {
-    calls.push(verb);
-    before(verb, kind);
-  };
-  const client: ReconcilerKube = {
-    get: (ref, options) => {
-      seen('get', ref.kind);
-      return kube.get(ref, options);
-    },
-    list: (kind, options) => {
-      seen('list', typeof kind === 'string' ? kind : kind.kind);
-      return kube.list(kind, options);
-    },
-    apply: (object, options) => {
-      seen('apply', object.kind);
-      return kube.apply(object, options);
-    },
-    create: (object, options) => {
-      seen('create', object.kind);
-      return kube.create(object, options);
-    },
-    delete: (ref, options) => {
-      seen('delete', ref.kind);
-      return kube.delete(ref, options);
-    },
-    mergePatch: (ref, patch, options) => {
-      seen('patch', ref.kind);
-      return kube.mergePatch(ref, patch, options);
-    },
-  };
-  return { client, calls };
-}
+/** The test's Kubernetes client, each call counted by verb and `before` run ahead of it. */
+const passThrough = (before?: (verb: string, kind: string) => void) => passThroughOf(kube, before);
 
 async function deploymentIn(
   namespace: string,

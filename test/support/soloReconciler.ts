@@ -1,0 +1,91 @@
+// A reconciler of its own over the real API server, with no agent loops around it: a test sets the
+// desired state, calls `reconcile` and reads what it reported. `passThrough` counts each request
+// by verb (and may act before one) on its way to the real client.
+import type { Logger } from 'pino';
+import type { Listener, StatusReportBatch } from '../../src/controlplane/schemas/index.ts';
+import { EventRecorder, type KubeClient } from '../../src/kube/index.ts';
+import { DesiredState } from '../../src/reconcile/desiredState.ts';
+import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
+import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
+import { Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
+import { RenderConfig } from '../../src/render/index.ts';
+import { createMetrics } from '../../src/report/metrics.ts';
+import { StatusReporter } from '../../src/report/statusReporter.ts';
+import { FAST_RECONCILE } from './agentHarness.ts';
+
+export interface SoloReconcilerOptions {
+  readonly kube: KubeClient;
+  readonly listener: Listener;
+  readonly logger: Logger;
+  /** What the reconciler sends its requests through; default: `kube` itself. */
+  readonly client?: ReconcilerKube;
+  readonly renderConfig?: RenderConfig;
+}
+
+/** A reconciler of its own, whose reports are kept in `sent`. */
+export function soloReconciler(options: SoloReconcilerOptions) {
+  const { kube, listener, logger } = options;
+  const client = options.client ?? kube;
+  const sent: StatusReportBatch[] = [];
+  const metrics = createMetrics({ defaultMetrics: false });
+  const reporter = new StatusReporter({
+    sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
+    listenerId: listener.id,
+    logger,
+    metrics,
+  });
+  const desired = new DesiredState();
+  const reconciler = new Reconciler({
+    kube: client,
+    desired,
+    inventories: new InventoryStore(client, listener.id),
+    reporter,
+    events: new EventRecorder({ client: kube, logger, identity: 'solo-reconciler-test' }),
+    metrics,
+    logger,
+    renderConfig: options.renderConfig ?? RenderConfig.parse({}),
+    config: ReconcileConfig.parse(FAST_RECONCILE),
+    listener: () => listener,
+    allowedNamespaces: undefined,
+  });
+  return { reconciler, desired, reporter, sent };
+}
+
+/** The Kubernetes client, with each call counted by verb and `before` run ahead of it. */
+export function passThrough(
+  kube: KubeClient,
+  before: (verb: string, kind: string) => void = () => undefined,
+) {
+  const calls: string[] = [];
+  const seen = (verb: string, kind: string) => {
+    calls.push(verb);
+    before(verb, kind);
+  };
+  const client: ReconcilerKube = {
+    get: (ref, options) => {
+      seen('get', ref.kind);
+      return kube.get(ref, options);
+    },
+    list: (kind, options) => {
+      seen('list', typeof kind === 'string' ? kind : kind.kind);
+      return kube.list(kind, options);
+    },
+    apply: (object, options) => {
+      seen('apply', object.kind);
+      return kube.apply(object, options);
+    },
+    create: (object, options) => {
+      seen('create', object.kind);
+      return kube.create(object, options);
+    },
+    delete: (ref, options) => {
+      seen('delete', ref.kind);
+      return kube.delete(ref, options);
+    },
+    mergePatch: (ref, patch, options) => {
+      seen('patch', ref.kind);
+      return kube.mergePatch(ref, patch, options);
+    },
+  };
+  return { client, calls };
+}
