@@ -1,5 +1,5 @@
 // Hostile deployments made by fast-check, created in the control plane while one real agent process
-// runs, mixed with valid ones. The control plane itself refuses some at the door (422/413); of those
+// runs, mixed with valid ones. The control plane itself refuses some at the door (422/413/400); of those
 // it accepts, the agent refuses every bad one with its typed reason (DEPLOY_FAILED naming the
 // field) and writes nothing for it, serves the hostile-but-valid ones (long and unicode names,
 // thousands of variables, huge secrets), never lets a name collision take another deployment's
@@ -13,6 +13,7 @@ import fc from 'fast-check';
 import { Agent, fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment, StatusReport } from '../../src/controlplane/schemas/index.ts';
+import { MAX_JSON_DEPTH } from '../../src/jsonText.ts';
 import {
   AGENT_NAME,
   LABEL_COMPONENT,
@@ -40,8 +41,11 @@ const seed = Number(process.env.HOSTILE_SEED ?? Math.floor(Math.random() * 2 ** 
 const MARKER = `hostile-secret-${randomBytes(6).toString('hex')}`;
 
 type Expectation =
-  /** The control plane refuses it (422 naming `field`, or 413 for a body over 1 MiB). */
-  | { readonly kind: 'door'; readonly status: 413 | 422; readonly field?: string }
+  /**
+   * The control plane refuses it (422 naming `field`, 413 for a body over 1 MiB, 400 for one
+   * nested past 64 levels).
+   */
+  | { readonly kind: 'door'; readonly status: 400 | 413 | 422; readonly field?: string }
   /** The agent refuses it: DEPLOY_FAILED with a message naming `path`, nothing written. */
   | { readonly kind: 'refused'; readonly path: string }
   /**
@@ -216,20 +220,28 @@ function arbitraries(): [number, fc.Arbitrary<HostileCase>][] {
         expect: { kind: 'converges' },
       })),
     ],
-    // Deeply nested free-form pod metadata: labels and annotations must be strings.
+    // Deeply nested free-form pod metadata: labels and annotations must be strings. Nested past
+    // 64 levels in all (the body, source_config, resource_spec and the map are 4), the control
+    // plane refuses it at the door: writing it back would overflow the stack.
     [
       25,
       fc
         .tuple(
           fc.constantFrom('labels', 'annotations'),
           fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/),
-          fc.integer({ min: 5, max: 3_000 }),
+          fc.oneof(
+            fc.integer({ min: 5, max: MAX_JSON_DEPTH - 4 }),
+            fc.integer({ min: MAX_JSON_DEPTH - 3, max: 3_000 }),
+          ),
           namespaceArb(),
         )
         .map(([kind, key, depth, namespace]) => ({
           category: 'deeply nested metadata',
           body: body(`deep-${depth}`, namespace, { [kind]: { [key]: nested(depth, MARKER) } }),
-          expect: { kind: 'refused', path: `${SPEC}.${kind}.${key}` },
+          expect:
+            4 + depth <= MAX_JSON_DEPTH
+              ? ({ kind: 'refused', path: `${SPEC}.${kind}.${key}` } as const)
+              : ({ kind: 'door', status: 400 } as const),
         })),
     ],
     // Labels in the agent's own domain: they would let a deployment pass for another.
