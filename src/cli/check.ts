@@ -13,7 +13,7 @@ import { formatMicroTime } from '../kube/microTime.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
 import { statusPhase } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
-import { managedNamespaces as managedNamespacesOf } from '../reconcile/managedNamespaces.ts';
+import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import {
   agentNamespaceAccess,
   leaseAccess,
@@ -139,7 +139,7 @@ export async function runPreflight(flags: ConfigFlagValues): Promise<CheckReport
       : createLogger(config.log.level, pino.destination(2));
 
   const listener = await checkControlPlane(config, logger, lines);
-  const managed = managedNamespaces(config, listener);
+  const managed = servedBy(config, listener);
   await checkCluster(config, managed, logger, lines);
   return report(lines);
 }
@@ -219,7 +219,7 @@ function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
     };
   }
   const listed = listener.compute_config?.k8s_namespaces ?? [];
-  const managed = managedNamespaces(config, listener);
+  const managed = servedBy(config, listener);
   const allowText = `agent allow-list: ${config.namespaces.join(', ')}`;
   if (managed.length === 0) {
     return {
@@ -236,13 +236,6 @@ function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
     ok: true,
     title: `${id} is k8s and shares namespaces with the agent: ${managed.join(', ')} (${allowText}${ignored.length > 0 ? `; not managed: ${ignored.join(', ')}` : ''})`,
   };
-}
-
-/** As the agent registers: the listener's namespaces within the allow-list; the allow-list alone when the listener is unknown. */
-function managedNamespaces(config: AgentConfig, listener: Listener | undefined): string[] {
-  if (listener === undefined) return [...config.namespaces];
-  if (listener.compute_type !== 'k8s') return [];
-  return managedNamespacesOf(listener, config.namespaces, config.agentNamespace);
 }
 
 async function checkCluster(
@@ -515,3 +508,9 @@ export function formatChecklist(report: CheckReport): string {
   );
   return `${out.join('\n')}\n`;
 }
+
+/** As the agent registers; before the listener is known, the allow-list alone is what can be checked. */
+const servedBy = (config: AgentConfig, listener: Listener | undefined): string[] =>
+  listener === undefined
+    ? [...config.namespaces]
+    : managedNamespaces(listener, config.namespaces, config.agentNamespace);

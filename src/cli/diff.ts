@@ -6,7 +6,7 @@ import type { AgentConfig } from '../config/agentConfig.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { KubeClient } from '../kube/kubeClient.ts';
 import type { ChangeSetEntry } from '../kube/serverDiff.ts';
-import { managedNamespaces as managedNamespacesOf } from '../reconcile/managedNamespaces.ts';
+import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
 import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
@@ -98,7 +98,7 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
         kube,
         client,
         listener,
-        namespaces: managedNamespaces(config, listener),
+        namespaces: servedBy(config, listener),
         allowedNamespaces: config.namespaces,
         digestKey: await commandDigestKey(
           kube,
@@ -121,11 +121,11 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
   }
 }
 
-/** As the agent: the listener's namespaces, intersected with the allow-list when one is set. */
-function managedNamespaces(config: AgentConfig, listener: Listener): string[] {
+/** As the agent: the listener's namespaces within the allow-list; a listener that leaves none is an error here. */
+function servedBy(config: AgentConfig, listener: Listener): string[] {
   if (listener.compute_type !== 'k8s')
     throw new DiffSetupError(`listener ${listener.id} has compute type ${listener.compute_type}, not k8s`);
-  const namespaces = managedNamespacesOf(listener, config.namespaces, config.agentNamespace);
+  const namespaces = managedNamespaces(listener, config.namespaces, config.agentNamespace);
   if (namespaces.length === 0)
     throw new DiffSetupError(`listener ${listener.id} leaves no namespace to manage`);
   return namespaces;

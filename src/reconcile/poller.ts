@@ -9,6 +9,7 @@ import { deploymentLogger } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import type { StatusReporter } from '../report/statusReporter.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
+import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget, deploymentFingerprint } from './target.ts';
@@ -70,39 +71,28 @@ export class Poller {
     const failingRevision = (id: string, latest: string | undefined) =>
       withObjects.has(id) ? undefined : latest;
     const listed = new Set<string>();
-    let completeForPrune = true;
     // The first listing holds every deployment (a cold sync, a restart, a new leader); later
     // ones, what changed.
     const priority: QueuePriority = this.#listedOnce ? 'normal' : 'low';
     this.#listedOnce = true;
 
+    // Whose each item is: the same decision `diff` and `status` make (listenerItems.ts).
+    const items = listenerItems(listing, listenerId, known);
+    const completeForPrune = items.complete;
     const foreignUnreadable = new Set<string>();
-    for (const invalid of listing.invalid) {
-      // Another listener's by what can be read of it: not this one's to report, to hold or to
-      // wait for. Refused for its nesting or its handling (not its schema, which a newer control
+    for (const invalid of items.foreign) {
+      // Another listener's, by what can be read of it: not this one's to report, hold or wait
+      // for. Refused for its nesting or its handling (not its schema, which a newer control
       // plane's items may fail in passing), it is logged by id, never by what it holds.
-      const foreign =
-        invalid.identity?.listenerId !== undefined &&
-        invalid.identity.listenerId !== listenerId &&
-        (invalid.id === undefined || !known.has(invalid.id));
-      if (foreign) {
-        if (invalid.id !== undefined && invalid.error.code !== 'SCHEMA_INVALID') {
-          foreignUnreadable.add(invalid.id);
-          if (!this.#foreignUnreadable.has(invalid.id))
-            deploymentLogger(this.#log, { deploymentId: invalid.id }).warn(
-              { code: invalid.error.code },
-              "another listener's deployment cannot be read; skipped",
-            );
-        }
-        continue;
-      }
-      // Whose it is cannot be read, nor which it is: it may be one this listener runs.
-      if (invalid.id === undefined) {
-        completeForPrune = false;
-        continue;
-      }
-      // It is this one's when it knows it, or when its listener id can still be read and is this one's.
-      if (!known.has(invalid.id) && invalid.identity?.listenerId !== listenerId) continue;
+      if (invalid.id === undefined || invalid.error.code === 'SCHEMA_INVALID') continue;
+      foreignUnreadable.add(invalid.id);
+      if (!this.#foreignUnreadable.has(invalid.id))
+        deploymentLogger(this.#log, { deploymentId: invalid.id }).warn(
+          { code: invalid.error.code },
+          "another listener's deployment cannot be read; skipped",
+        );
+    }
+    for (const invalid of items.invalid) {
       listed.add(invalid.id);
       this.#invalid(
         invalid.id,
@@ -112,8 +102,7 @@ export class Poller {
     }
     this.#foreignUnreadable = foreignUnreadable;
 
-    for (const deployment of listing.items) {
-      if (deployment.source_config.listener_id !== listenerId) continue;
+    for (const deployment of items.mine) {
       // Listed: whatever happens below, its objects are not pruned.
       listed.add(deployment.id);
       try {

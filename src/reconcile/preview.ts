@@ -18,6 +18,7 @@ import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
 import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget } from './target.ts';
@@ -93,14 +94,8 @@ export async function previewListener(options: PreviewOptions, only?: string): P
   const inventories = new InventoryStore(options.kube, listener.id);
   await inventories.load(options.namespaces);
   const known = new Set(inventories.deploymentIds());
-  const mine = listing.items.filter((d) => d.source_config.listener_id === listener.id);
-  // As the poller: an invalid item is this listener's when it has objects here, or when its
-  // listener id can still be read and is this listener's.
-  const invalid = listing.invalid.filter(
-    (item) => item.id !== undefined && (known.has(item.id) || item.identity?.listenerId === listener.id),
-  );
-  const listed = new Set([...mine.map((d) => d.id), ...invalid.flatMap((i) => (i.id ? [i.id] : []))]);
-  const complete = listing.invalid.every((item) => item.id !== undefined);
+  const { mine, invalid, complete } = listenerItems(listing, listener.id, known);
+  const listed = new Set([...mine.map((d) => d.id), ...invalid.map((i) => i.id)]);
 
   const warnings: string[] = [];
   let vanished: readonly string[] = [];
@@ -126,7 +121,7 @@ export async function previewListener(options: PreviewOptions, only?: string): P
     );
   }
   for (const item of invalid) {
-    const id = item.id ?? '';
+    const { id } = item;
     if (!wanted(id, item.identity?.name)) continue;
     results.push({
       id,

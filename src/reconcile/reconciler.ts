@@ -18,6 +18,7 @@ import {
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { withoutBody } from '../objects/body.ts';
 import { secretData } from '../objects/fields.ts';
+import { ROLLOUT_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
@@ -103,10 +104,6 @@ export interface ReconcilerOptions {
    */
   readonly agentChanges?: AgentChangeGate | undefined;
 }
-
-const STATUS_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
-/** The kinds whose pod template a changed render rolls out. */
-const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;
@@ -988,7 +985,7 @@ export class Reconciler {
   ): Promise<RolloutStatus> {
     const tracked: { component: string; object: LiveKubeObject | undefined }[] = [];
     for (const object of objects) {
-      if (!STATUS_KINDS.has(object.kind)) continue;
+      if (!ROLLOUT_KINDS.has(object.kind)) continue;
       // The status written since our apply: the watch has it, or a read does (without a cache).
       const ref = refOf(object);
       const fresh = this.#o.cache ? this.#o.cache.get(ref) : await this.#o.kube.get(ref, { signal });

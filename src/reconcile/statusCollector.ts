@@ -6,6 +6,7 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
 import { fieldAt } from '../objects/fields.ts';
+import { WORKLOAD_KINDS } from '../objects/kinds.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
@@ -31,6 +32,7 @@ import { isAgentChange, renderInputHash } from './agentChange.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { listenerItems } from './listenerItems.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
 import { readSuspensions, SUSPENSIONS_CONFIGMAP, suspensionOf } from './suspensions.ts';
 import { chooseTarget, type Target } from './target.ts';
@@ -137,7 +139,8 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
   // The control plane: the listener, then a complete listing of its deployments.
   const listener = await controlPlane.getListener(listenerId);
   const listing = await controlPlane.listAllDeployments({ remote_reconciled: true });
-  const deployments = listing.items.filter((d) => d.source_config.listener_id === listenerId);
+  // Whose each listed item is, as the poller decides; what it has objects of is read below.
+  const deployments = listenerItems(listing, listenerId, new Set()).mine;
   // As the poller: a revision that cannot be read makes its deployment invalid, never an older target.
   const revisionListings = await mapLimit(deployments, REVISION_CONCURRENCY, (deployment) =>
     controlPlane.listAllRevisions(deployment.id),
@@ -219,15 +222,15 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
     listing.invalid.flatMap((item) => (item.id ? [[item.id, item.error.message]] : [])),
   );
   // Failing validation before the agent wrote anything: this listener's when its id says so.
-  for (const item of listing.invalid) {
-    if (!item.id || item.identity?.listenerId !== listenerId || inventories.get(item.id).length > 0) continue;
+  for (const item of listenerItems(listing, listenerId, new Set(inventories.deploymentIds())).invalid) {
+    if (inventories.get(item.id).length > 0) continue;
     listed.add(item.id);
     observations.push({
       row: deriveStatusRow({
         id: item.id,
-        name: item.identity.name ?? item.id,
-        namespace: item.identity.namespace,
-        revisionId: item.identity.latestRevisionId,
+        name: item.identity?.name ?? item.id,
+        namespace: item.identity?.namespace,
+        revisionId: item.identity?.latestRevisionId,
         revisionStatus: undefined,
         revisionUpdatedAt: undefined,
         settled: undefined,
@@ -337,8 +340,6 @@ function waitsForAgentChange(
     objects.some((o) => o.desired && WORKLOAD_KINDS.has(o.ref.kind) && o.live !== undefined && !o.applied)
   );
 }
-
-const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
 
 type KindsByNamespace = Map<string, Map<string, { apiVersion: string; kind: string }>>;
 

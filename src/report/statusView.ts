@@ -4,6 +4,7 @@
 // src/reconcile/statusCollector.ts.
 import { z } from 'zod';
 import { fieldAt } from '../objects/fields.ts';
+import { ROLLOUT_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
 import {
   computeObjectStatus,
   computeRollout,
@@ -157,9 +158,6 @@ export interface RowInput {
   /** Render notes the agent adds to a rollout's message (e.g. dev_zero runs as dev). */
   readonly statusNotes?: readonly string[] | undefined;
 }
-
-const WORKLOAD_KINDS = new Set(['Deployment', 'StatefulSet']);
-const ROLLOUT_KINDS = new Set(['Deployment', 'StatefulSet', 'HorizontalPodAutoscaler']);
 
 const count = (value: unknown): number => (typeof value === 'number' && value >= 0 ? value : 0);
 

@@ -1,0 +1,8 @@
+// The kinds render writes, by what they do once written. `run`, `diff` and `status` read these
+// sets alone, so a kind added to render counts the same way everywhere.
+
+/** The kinds whose pod template a changed render rolls out: the workloads. */
+export const WORKLOAD_KINDS: ReadonlySet<string> = new Set(['Deployment', 'StatefulSet']);
+
+/** The kinds whose status counts in a deployment's rollout health (kstatus's checks). */
+export const ROLLOUT_KINDS: ReadonlySet<string> = new Set([...WORKLOAD_KINDS, 'HorizontalPodAutoscaler']);
