@@ -2,6 +2,9 @@
 // description is the text of the generated configuration reference (docs/configuration.md).
 import { z } from 'zod';
 
+/** How long a pod may sit in a back-off before the rollout fails: `status` and `run` alike. */
+export const DEFAULT_FAILURE_GRACE_MS = 120_000;
+
 export const ReconcileConfig = z.strictObject({
   pollIntervalMs: z
     .number()
@@ -55,7 +58,7 @@ export const ReconcileConfig = z.strictObject({
     .number()
     .int()
     .min(0)
-    .default(120_000)
+    .default(DEFAULT_FAILURE_GRACE_MS)
     .describe(
       'A pod in `ImagePullBackOff`, `CrashLoopBackOff` or `CreateContainerConfigError` longer than this fails the rollout.',
     ),

@@ -2,6 +2,7 @@
 // plane (target revision by the agent's own rules), rendered as the agent would, next to their
 // inventories, status annotations, live objects and Events in the cluster. The rows themselves are
 // derived by the pure functions of src/report/statusView.ts.
+
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
@@ -34,6 +35,7 @@ import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { listenerItems } from './listenerItems.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
+import { DEFAULT_FAILURE_GRACE_MS } from './reconcileConfig.ts';
 import { readSuspensions, SUSPENSIONS_CONFIGMAP, suspensionOf } from './suspensions.ts';
 import { chooseTarget, type Target } from './target.ts';
 
@@ -90,7 +92,6 @@ interface Observation {
   readonly claims: readonly LiveKubeObject[];
 }
 
-const DEFAULT_GRACE_MS = 120_000;
 const REVISION_CONCURRENCY = 8;
 const MAX_EVENTS = 20;
 
@@ -124,7 +125,7 @@ export async function collectDeploymentDetail(
     deployment: found.row,
     objects: objectStatusRows(found.objects, found.claims, {
       now,
-      failureGraceMs: sources.failureGraceMs ?? DEFAULT_GRACE_MS,
+      failureGraceMs: sources.failureGraceMs ?? DEFAULT_FAILURE_GRACE_MS,
     }),
     events: namespace ? await eventsOf(sources.kube, namespace, found) : [],
   };
@@ -133,7 +134,7 @@ export async function collectDeploymentDetail(
 async function observe(sources: StatusSources): Promise<Observation[]> {
   const { controlPlane, kube, listenerId } = sources;
   const now = (sources.now ?? Date.now)();
-  const failureGraceMs = sources.failureGraceMs ?? DEFAULT_GRACE_MS;
+  const failureGraceMs = sources.failureGraceMs ?? DEFAULT_FAILURE_GRACE_MS;
   const renderConfig = sources.renderConfig ?? RenderConfig.parse({});
 
   // The control plane: the listener, then a complete listing of its deployments.

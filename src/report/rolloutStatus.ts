@@ -3,6 +3,7 @@
 // generation), then kstatus's check per kind, in its order; reasons are named constants.
 
 import { type Condition, fieldAt, statusConditions } from '../objects/fields.ts';
+import { DEFAULT_FAILURE_GRACE_MS } from '../reconcile/reconcileConfig.ts';
 
 export type ObjectStatus = 'Current' | 'InProgress' | 'Failed' | 'Terminating' | 'NotFound';
 
@@ -241,7 +242,7 @@ export const STATUS_READ_KINDS = [
 
 export function computeObjectStatus(
   object: LiveObject | undefined,
-  clock: StatusClock = { now: Date.now(), failureGraceMs: 120_000 },
+  clock: StatusClock = { now: Date.now(), failureGraceMs: DEFAULT_FAILURE_GRACE_MS },
 ): ObjectStatusResult {
   if (!object) return { status: 'NotFound', reason: Reason.Missing, message: 'object not found' };
   if (object.metadata.deletionTimestamp)
