@@ -57,6 +57,11 @@ const TYPES: readonly ResourceType[] = [
   grouped('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
   grouped('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
   grouped('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies'),
+  // Custom resources: served only where their CRDs are installed (the Gateway API's, KEDA's), and
+  // asked for only when the render configuration uses them.
+  grouped('gateway.networking.k8s.io', 'v1', 'HTTPRoute', 'httproutes'),
+  grouped('keda.sh', 'v1alpha1', 'ScaledObject', 'scaledobjects'),
+  grouped('keda.sh', 'v1alpha1', 'TriggerAuthentication', 'triggerauthentications'),
   grouped('coordination.k8s.io', 'v1', 'Lease', 'leases'),
   grouped('events.k8s.io', 'v1', 'Event', 'events'),
 ];
@@ -81,6 +86,9 @@ export type ManagedKind =
   | 'PodDisruptionBudget'
   | 'Ingress'
   | 'NetworkPolicy'
+  | 'HTTPRoute'
+  | 'ScaledObject'
+  | 'TriggerAuthentication'
   | 'Lease';
 
 const BY_NAME: Readonly<Record<ManagedKind, ResourceType>> = (() => {

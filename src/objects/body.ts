@@ -6,8 +6,18 @@
 import { createHash } from 'node:crypto';
 
 const TOP_LEVEL = ['data', 'stringData', 'binaryData', 'template'] as const;
-/** What report/rolloutStatus.ts reads of a spec: replicas, deadline, update strategy, Service type. */
-const SPEC_KEPT = new Set(['replicas', 'progressDeadlineSeconds', 'updateStrategy', 'type', 'clusterIP']);
+/**
+ * What report/rolloutStatus.ts reads of a spec: replicas, deadline, update strategy, Service type,
+ * the Gateways an HTTPRoute names (whose reports in its status it looks for).
+ */
+const SPEC_KEPT = new Set([
+  'replicas',
+  'progressDeadlineSeconds',
+  'updateStrategy',
+  'type',
+  'clusterIP',
+  'parentRefs',
+]);
 
 type Fields = Readonly<Record<string, unknown>>;
 

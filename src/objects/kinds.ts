@@ -4,5 +4,13 @@
 /** The kinds whose pod template a changed render rolls out: the workloads. */
 export const WORKLOAD_KINDS: ReadonlySet<string> = new Set(['Deployment', 'StatefulSet']);
 
-/** The kinds whose status counts in a deployment's rollout health (kstatus's checks). */
-export const ROLLOUT_KINDS: ReadonlySet<string> = new Set([...WORKLOAD_KINDS, 'HorizontalPodAutoscaler']);
+/**
+ * The kinds whose status counts in a deployment's rollout health (kstatus's checks, and the
+ * Gateway's word on an HTTPRoute, KEDA's on a ScaledObject).
+ */
+export const ROLLOUT_KINDS: ReadonlySet<string> = new Set([
+  ...WORKLOAD_KINDS,
+  'HorizontalPodAutoscaler',
+  'HTTPRoute',
+  'ScaledObject',
+]);

@@ -29,7 +29,10 @@ type WrittenKind =
   | 'HorizontalPodAutoscaler'
   | 'PodDisruptionBudget'
   | 'Ingress'
-  | 'NetworkPolicy';
+  | 'NetworkPolicy'
+  | 'HTTPRoute'
+  | 'ScaledObject'
+  | 'TriggerAuthentication';
 
 const WATCHED: ReadonlySet<string> = new Set([...WATCHED_KINDS, ...OBSERVED_KINDS]);
 
@@ -57,7 +60,7 @@ function written(kind: WrittenKind, why: string, extra: readonly string[] = []):
 
 /** What the agent needs in every namespace it manages. */
 export function namespaceAccess(config: {
-  readonly render: Pick<RenderConfig, 'ingress' | 'networkPolicy'>;
+  readonly render: Pick<RenderConfig, 'ingress' | 'networkPolicy' | 'gateway' | 'autoscaling'>;
   readonly reconcile: Pick<ReconcileConfig, 'prune'>;
 }): RequiredAccess[] {
   const keepVolumes = config.reconcile.prune.keepDatabaseVolumes;
@@ -110,6 +113,15 @@ export function namespaceAccess(config: {
   }
   if (config.render.networkPolicy.enabled) {
     access.push(written('NetworkPolicy', "each deployment's network fence (render.networkPolicy.enabled)"));
+  }
+  if (config.render.gateway.parentRefs.length > 0) {
+    access.push(written('HTTPRoute', 'the HTTPRoute of custom_url (render.gateway.parentRefs is set)'));
+  }
+  if (config.render.autoscaling.queue === 'keda') {
+    access.push(
+      written('ScaledObject', 'queue workers scaled on runs (render.autoscaling.queue: keda)'),
+      written('TriggerAuthentication', "where KEDA reads each deployment's database connection from"),
+    );
   }
   return access;
 }

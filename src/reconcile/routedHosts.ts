@@ -1,7 +1,9 @@
-// A host routed to a deployment is that deployment's alone. Two Ingresses naming one host leave
-// the choice of backend to the ingress controller (ingress-nginx: the oldest), so a tenant could
-// claim a host first — a neighbour's, or the platform's own — or take one over. The first holder
-// keeps it; a later one is refused, naming the holder. Pure: the reconciler lists the candidates.
+// A host routed to a deployment is that deployment's alone, whether an Ingress or an HTTPRoute
+// routes it. Two Ingresses naming one host leave the choice of backend to the ingress controller
+// (ingress-nginx: the oldest), and two HTTPRoutes on one Gateway merge their rules, so a tenant
+// could claim a host first — a neighbour's, or the platform's own — or take one over. The first
+// holder keeps it; a later one is refused, naming the holder. Pure: the reconciler lists the
+// candidates.
 import type { LiveKubeObject } from '../kube/decode.ts';
 import { fieldAt } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
@@ -11,23 +13,47 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../objects/ownership.ts';
+import type { RenderConfig } from '../render/renderConfig.ts';
 
-/** The kinds whose objects route a host to a Service. */
+/**
+ * The kinds listed in every cluster for the holders of a host: Ingress is built in. Superseded by
+ * `routeKinds(render)`, which adds HTTPRoute where a Gateway is configured.
+ */
 export const ROUTE_KINDS = ['Ingress'] as const;
 
+/** Every kind whose objects route a host to a Service. */
+const ALL_ROUTE_KINDS: readonly string[] = ['Ingress', 'HTTPRoute'];
+
 export function isRouteKind(kind: string): boolean {
-  return (ROUTE_KINDS as readonly string[]).includes(kind);
+  return ALL_ROUTE_KINDS.includes(kind);
 }
 
-/** The hosts an object routes (an Ingress's rules), lower-cased; none for other kinds. */
+/**
+ * The kinds to list for the holders of a host under this configuration: those the agent renders
+ * (and holds permissions for). HTTPRoute only with a Gateway configured: its CRD may be absent
+ * elsewhere, and listing a kind the API server does not serve fails.
+ */
+export function routeKinds(render: Pick<RenderConfig, 'ingress' | 'gateway'>): ('Ingress' | 'HTTPRoute')[] {
+  return [
+    ...(render.ingress.className !== undefined ? (['Ingress'] as const) : []),
+    ...(render.gateway.parentRefs.length > 0 ? (['HTTPRoute'] as const) : []),
+  ];
+}
+
+/** The hosts an object routes (an Ingress's rules, an HTTPRoute's hostnames), lower-cased; none for other kinds. */
 export function hostsOf(object: KubeObject): string[] {
-  if (object.kind !== 'Ingress') return [];
-  const rules = fieldAt(object, 'spec', 'rules');
-  const hosts = (Array.isArray(rules) ? rules : [])
-    .map((rule) => fieldAt(rule, 'host'))
+  let hosts: unknown[] = [];
+  if (object.kind === 'Ingress') {
+    const rules = fieldAt(object, 'spec', 'rules');
+    hosts = (Array.isArray(rules) ? rules : []).map((rule) => fieldAt(rule, 'host'));
+  } else if (object.kind === 'HTTPRoute') {
+    const hostnames = fieldAt(object, 'spec', 'hostnames');
+    hosts = Array.isArray(hostnames) ? hostnames : [];
+  }
+  const named = hosts
     .filter((host): host is string => typeof host === 'string' && host !== '')
     .map((host) => host.toLowerCase());
-  return [...new Set(hosts)];
+  return [...new Set(named)];
 }
 
 /** The hosts the rendered objects route. */

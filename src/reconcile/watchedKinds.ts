@@ -15,6 +15,9 @@ export const WATCHED_KINDS = [
   'PodDisruptionBudget',
   'Ingress',
   'NetworkPolicy',
+  'HTTPRoute',
+  'ScaledObject',
+  'TriggerAuthentication',
 ] as const;
 
 /**
@@ -25,14 +28,21 @@ export const INVENTORY_KINDS: ReadonlySet<string> = new Set(
   WATCHED_KINDS.filter((kind) => kind !== 'ConfigMap' && kind !== 'PersistentVolumeClaim'),
 );
 
-/** The kinds watched under this render configuration: no Ingress without an ingress class, no NetworkPolicy when off. */
+/**
+ * The kinds watched under this render configuration: no Ingress without an ingress class, no
+ * NetworkPolicy when off; no HTTPRoute without a Gateway, nor KEDA's kinds without KEDA queue
+ * scaling — custom resources whose CRDs a cluster without them does not serve.
+ */
 export function watchedKinds(
-  render: Pick<RenderConfig, 'ingress' | 'networkPolicy'>,
+  render: Pick<RenderConfig, 'ingress' | 'networkPolicy' | 'gateway' | 'autoscaling'>,
 ): (typeof WATCHED_KINDS)[number][] {
+  const keda = render.autoscaling.queue === 'keda';
   return WATCHED_KINDS.filter(
     (kind) =>
       (kind !== 'Ingress' || render.ingress.className !== undefined) &&
-      (kind !== 'NetworkPolicy' || render.networkPolicy.enabled),
+      (kind !== 'NetworkPolicy' || render.networkPolicy.enabled) &&
+      (kind !== 'HTTPRoute' || render.gateway.parentRefs.length > 0) &&
+      ((kind !== 'ScaledObject' && kind !== 'TriggerAuthentication') || keda),
   );
 }
 

@@ -36,6 +36,9 @@ export const Reason = {
   ReferenceMissing: 'ReferenceMissing',
   ClaimTaken: 'ClaimTaken',
   HostTaken: 'HostTaken',
+  RoutePending: 'RoutePending',
+  RouteRefused: 'RouteRefused',
+  RouteRefsUnresolved: 'RouteRefsUnresolved',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
@@ -56,6 +59,7 @@ const ROUTINE_PROGRESS: ReadonlySet<string> = new Set<string>([
   Reason.PartitionRollout,
   Reason.NoIpAssigned,
   Reason.ClaimPending,
+  Reason.RoutePending,
 ]);
 
 export function isRoutineProgress(reason: string): boolean {
@@ -210,6 +214,82 @@ function autoscalerStatus(object: LiveObject): ObjectStatusResult {
   return current('autoscaler active');
 }
 
+/** KEDA's ScaledObject: like an HPA, progress while KEDA says it cannot scale (`Ready` False). */
+function scaledObjectStatus(object: LiveObject): ObjectStatusResult {
+  const ready = condition(object, 'Ready');
+  if (ready?.status === 'False')
+    return progressing(
+      Reason.HpaUnable,
+      `ScaledObject ${object.metadata.name}: ${String(ready.message ?? ready.reason ?? 'KEDA cannot scale it')}`,
+    );
+  return current('scaler active');
+}
+
+const text = (value: unknown, fallback = ''): string => (typeof value === 'string' ? value : fallback);
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : []);
+
+/** A parent reference as the Gateway API compares them: group and kind defaulted, namespace the route's. */
+function parentKey(ref: unknown, routeNamespace: string): string {
+  return [
+    text(fieldAt(ref, 'group'), 'gateway.networking.k8s.io'),
+    text(fieldAt(ref, 'kind'), 'Gateway'),
+    text(fieldAt(ref, 'namespace'), routeNamespace),
+    text(fieldAt(ref, 'name')),
+    text(fieldAt(ref, 'sectionName')),
+    String(fieldAt(ref, 'port') ?? ''),
+  ].join('/');
+}
+
+/**
+ * An HTTPRoute: each Gateway it names reports in `status.parents` whether it took the route
+ * (`Accepted`) and found its backends (`ResolvedRefs`). A Gateway that refuses the route fails the
+ * rollout at once, with its reason (no listener for the host, a namespace it does not admit); a
+ * backend not resolved fails after the grace period (the Service is applied with the route, and a
+ * controller may look before it exists); a parent that has not yet reported is progress.
+ */
+function httpRouteStatus(object: LiveObject, clock: StatusClock): ObjectStatusResult {
+  const namespace = text(object.metadata.namespace);
+  const generation = object.metadata.generation;
+  const statuses = list(fieldAt(object, 'status', 'parents'));
+  for (const ref of list(fieldAt(object, 'spec', 'parentRefs'))) {
+    const key = parentKey(ref, namespace);
+    const gateway = `${text(fieldAt(ref, 'kind'), 'Gateway')} ${text(fieldAt(ref, 'namespace'), namespace)}/${text(fieldAt(ref, 'name'))}`;
+    const reported = statuses
+      .filter((entry) => parentKey(fieldAt(entry, 'parentRef'), namespace) === key)
+      .flatMap((entry) => list(fieldAt(entry, 'conditions')));
+    const named = (type: string) => {
+      const found = reported.find((c) => fieldAt(c, 'type') === type);
+      // A condition about an older spec says nothing of this one.
+      const observed = fieldAt(found, 'observedGeneration');
+      const stale = generation !== undefined && typeof observed === 'number' && observed < generation;
+      return found === undefined || stale ? undefined : found;
+    };
+    const accepted = named('Accepted');
+    const why = (c: unknown) =>
+      [text(fieldAt(c, 'reason')), text(fieldAt(c, 'message'))].filter((part) => part !== '').join(': ');
+    if (fieldAt(accepted, 'status') === 'False' && fieldAt(accepted, 'reason') !== 'Pending')
+      return failed(
+        Reason.RouteRefused,
+        `HTTPRoute ${object.metadata.name}: ${gateway} refused the route (${why(accepted) || 'not accepted'})`,
+      );
+    const resolved = named('ResolvedRefs');
+    if (fieldAt(resolved, 'status') === 'False') {
+      const message = `HTTPRoute ${object.metadata.name}: ${gateway} cannot resolve its backend (${why(resolved) || 'unresolved'})`;
+      const since = Date.parse(text(fieldAt(resolved, 'lastTransitionTime')));
+      const persistent = Number.isFinite(since) && clock.now - since >= clock.failureGraceMs;
+      return persistent
+        ? failed(Reason.RouteRefsUnresolved, message)
+        : progressing(Reason.RouteRefsUnresolved, message);
+    }
+    if (fieldAt(accepted, 'status') !== 'True')
+      return progressing(
+        Reason.RoutePending,
+        `HTTPRoute ${object.metadata.name}: waiting for ${gateway} to accept the route`,
+      );
+  }
+  return current('route accepted');
+}
+
 const alwaysCurrent: KindCheck = () => current('exists');
 
 const CHECKS: Record<string, KindCheck> = {
@@ -223,6 +303,8 @@ const CHECKS: Record<string, KindCheck> = {
   '/PodTemplate': alwaysCurrent,
   'policy/PodDisruptionBudget': alwaysCurrent,
   'networking.k8s.io/Ingress': alwaysCurrent,
+  'gateway.networking.k8s.io/HTTPRoute': httpRouteStatus,
+  'keda.sh/ScaledObject': scaledObjectStatus,
 };
 
 /**
@@ -238,6 +320,8 @@ export const STATUS_READ_KINDS = [
   'PersistentVolumeClaim',
   'HorizontalPodAutoscaler',
   'Pod',
+  'HTTPRoute',
+  'ScaledObject',
 ] as const;
 
 export function computeObjectStatus(

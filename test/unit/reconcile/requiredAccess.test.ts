@@ -3,7 +3,7 @@ import { findResourceType, resourceTypeOf } from '../../../src/kube/resources.ts
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { leaseAccess, namespaceAccess, qualifiedResource } from '../../../src/reconcile/requiredAccess.ts';
 import { OBSERVED_KINDS, watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
-import { renderDeployment } from '../../../src/render/index.ts';
+import { RenderConfig, renderDeployment } from '../../../src/render/index.ts';
 import { goldenConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
 
 const reconcile = ReconcileConfig.parse({});
@@ -57,10 +57,7 @@ describe('the permissions check asks for', () => {
 
   it('asks for ingresses only when an ingress class is configured', () => {
     const without = namespaceAccess({
-      render: {
-        ingress: { annotations: {}, allowedHostSuffixes: [] },
-        networkPolicy: { enabled: false, allowFrom: [] },
-      },
+      render: RenderConfig.parse({ networkPolicy: { enabled: false } }),
       reconcile,
     });
     expect(without.map(qualifiedResource)).not.toContain('ingresses.networking.k8s.io');
@@ -68,6 +65,34 @@ describe('the permissions check asks for', () => {
     // NetworkPolicies likewise, only when they are rendered (on by default).
     expect(without.map(qualifiedResource)).not.toContain('networkpolicies.networking.k8s.io');
     expect(access.map(qualifiedResource)).toContain('networkpolicies.networking.k8s.io');
+  });
+
+  it('asks for HTTPRoutes only with a Gateway, and for KEDA’s kinds only with queue scaling on runs', () => {
+    const plain = namespaceAccess({ render: RenderConfig.parse({}), reconcile }).map(qualifiedResource);
+    for (const resource of [
+      'httproutes.gateway.networking.k8s.io',
+      'scaledobjects.keda.sh',
+      'triggerauthentications.keda.sh',
+    ])
+      expect(plain).not.toContain(resource);
+    const render = RenderConfig.parse({
+      gateway: { parentRefs: [{ name: 'shared' }] },
+      autoscaling: { queue: 'keda' },
+    });
+    const both = namespaceAccess({ render, reconcile });
+    for (const [group, resource] of [
+      ['gateway.networking.k8s.io', 'httproutes'],
+      ['keda.sh', 'scaledobjects'],
+      ['keda.sh', 'triggerauthentications'],
+    ] as const)
+      expect(verbsOf(both, group, resource), resource).toEqual(['get', 'list', 'watch', 'patch', 'delete']);
+    // Watched as they are asked for: a cluster without their CRDs is never asked to list them.
+    expect(watchedKinds(render)).toEqual(
+      expect.arrayContaining(['HTTPRoute', 'ScaledObject', 'TriggerAuthentication']),
+    );
+
+    for (const kind of ['HTTPRoute', 'ScaledObject', 'TriggerAuthentication'])
+      expect(watchedKinds(RenderConfig.parse({})), kind).not.toContain(kind);
   });
 
   it('asks to delete volumes only when they are not kept', () => {

@@ -873,7 +873,7 @@ describe('deployment type and custom URL', () => {
     const result = renderDeployment(input, config());
     expect(result.ok && find(result.value.objects, 'Ingress')).toBe(undefined);
     expect(result.ok && result.value.notes).toEqual([
-      'custom_url is not exposed: the agent has no ingress class configured',
+      'custom_url is not exposed: the agent has neither an ingress class nor a Gateway configured',
     ]);
   });
 });
