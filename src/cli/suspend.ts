@@ -21,6 +21,7 @@ import {
   type Suspension,
   type Suspensions,
   suspensionOf,
+  suspensionsRef,
 } from '../reconcile/suspensions.ts';
 import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from '../report/statusView.ts';
 import { terminalLine } from '../report/terminalText.ts';
@@ -138,12 +139,7 @@ async function runCommand(
       requestTimeoutMs: 15_000,
       userAgent: `${AGENT_NAME}/${AGENT_VERSION} ${verb}`,
     });
-    const ref = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      namespace: config.agentNamespace,
-      name: SUSPENSIONS_CONFIGMAP,
-    };
+    const ref = suspensionsRef(config.agentNamespace);
     const client = kube;
     const current = async (): Promise<Suspensions> =>
       readSuspensions(await client.get(ref), config.listenerId);

@@ -3,7 +3,6 @@
 // a session outlives it: the next term (here or in another replica) starts from what it observes.
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
-import type { Listener } from '../controlplane/schemas/index.ts';
 import { EventRecorder, type KubeClient, ListGate, OwnedObjectWatcher } from '../kube/index.ts';
 import { ObjectCache } from '../kube/objectCache.ts';
 import {
@@ -15,23 +14,12 @@ import {
 } from '../objects/ownership.ts';
 import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
-import { InventoryStore, inventoryName } from '../reconcile/inventoryStore.ts';
-import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
+import { InventoryStore } from '../reconcile/inventoryStore.ts';
 import { Poller } from '../reconcile/poller.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { Reconciler } from '../reconcile/reconciler.ts';
 import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
-import {
-  changedSuspensions,
-  describeEntry,
-  describeSuspension,
-  NO_SUSPENSIONS,
-  observedAnnotation,
-  readSuspensions,
-  SUSPENSIONS_CONFIGMAP,
-  type Suspensions,
-  suspensionOf,
-} from '../reconcile/suspensions.ts';
+import { suspensionsRef } from '../reconcile/suspensions.ts';
 import { OBSERVED_KINDS, OWNED_LISTED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
 import { WorkQueue } from '../reconcile/workQueue.ts';
 import type { RenderConfig } from '../render/index.ts';
@@ -40,9 +28,11 @@ import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/
 import { podSummary } from '../report/podProblems.ts';
 import { DETAILED_CONDITIONS, STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
-import { sleep } from '../sleep.ts';
 import { loadDigestKey } from './digestKey.ts';
 import { type Registration, recordVersion } from './registration.ts';
+import { retryUntilAborted } from './retryUntilAborted.ts';
+import { ServedNamespaces } from './servedNamespaces.ts';
+import { SuspensionFollower } from './suspensionFollower.ts';
 
 /** How long a status change waits for the rest of its burst before it wakes its deployment. */
 const STATUS_SETTLE_MS = 1_000;
@@ -72,6 +62,7 @@ interface Parts {
   readonly reconciler: Reconciler;
   readonly poller: Poller;
   readonly events: EventRecorder;
+  readonly suspensions: SuspensionFollower;
   /**
    * The watchers of each namespace (owned objects; pods): a namespace added to the listener gets
    * its own at once.
@@ -93,18 +84,19 @@ const REMEMBERED_LABELS = [LABEL_LISTENER_ID, LABEL_DEPLOYMENT_ID, LABEL_COMPONE
 export class LeaderSession {
   readonly #o: LeaderSessionOptions;
   readonly #log: Logger;
-  /** The listener as last read, its namespaces cut to those this session serves. */
-  #listener: Listener;
-  /** Namespaces whose inventories are loaded and whose objects are watched. */
-  #served: string[] = [];
+  readonly #namespaces: ServedNamespaces;
   #lastLoopAt = Date.now();
-  /** What operators suspended, as last read (before the first reconcile, then at each poll). */
-  #suspensions: Suspensions = NO_SUSPENSIONS;
 
   constructor(options: LeaderSessionOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: 'agent', identity: options.identity });
-    this.#listener = options.registration.listener;
+    this.#namespaces = new ServedNamespaces({
+      controlPlane: options.controlPlane,
+      registration: options.registration,
+      allowedNamespaces: options.allowedNamespaces,
+      agentNamespace: options.agentNamespace,
+      logger: this.#log,
+    });
   }
 
   /** When the poll loop last turned (for the liveness probe). */
@@ -114,7 +106,7 @@ export class LeaderSession {
 
   /** The namespaces served: watched, with their inventories loaded. */
   get namespaces(): readonly string[] {
-    return this.#served;
+    return this.#namespaces.served;
   }
 
   /**
@@ -136,26 +128,22 @@ export class LeaderSession {
     metrics.leader.set(1);
     try {
       // What is stored after the write, not what was read before it: an edit made meanwhile is followed.
-      this.#listener = await recordVersion({
-        client: this.#o.controlPlane,
-        listener: this.#listener,
-        logger: this.#log,
-        metrics,
-        events: parts.events,
-        // Listener-wide Events go on the agent's own ConfigMap, as a suspension of the listener's does.
-        eventSubject: {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          namespace: this.#o.agentNamespace,
-          name: SUSPENSIONS_CONFIGMAP,
-        },
-        signal,
-      });
+      this.#namespaces.recorded(
+        await recordVersion({
+          client: this.#o.controlPlane,
+          listener: this.#namespaces.listener,
+          logger: this.#log,
+          metrics,
+          events: parts.events,
+          // Listener-wide Events go on the agent's own ConfigMap, as a suspension of the listener's does.
+          eventSubject: suspensionsRef(this.#o.agentNamespace),
+          signal,
+        }),
+      );
       // Before the first poll: which deployments have objects here (for deletions and the guard).
-      if (!(await this.#loadInventories(parts.inventories, signal))) return;
+      if (!(await this.#namespaces.load(parts.inventories, signal))) return;
       // Before the first reconcile too: a suspended deployment is not applied after a restart.
-      if (!(await this.#loadSuspensions(signal))) return;
-      this.#countSuspended(parts);
+      if (!(await parts.suspensions.load(signal))) return;
       // The workers get the lease's signal only: a graceful stop lets in-flight work finish.
       parts.queue.start(
         reconcileWorker({
@@ -167,7 +155,7 @@ export class LeaderSession {
           signal: leadership,
         }),
       );
-      for (const namespace of this.#served) this.#watch(parts, namespace);
+      for (const namespace of this.#namespaces.served) this.#watch(parts, namespace);
       resyncTimer = setInterval(() => {
         for (const id of parts.desired.ids()) parts.queue.add(id, 'low');
       }, config.resyncIntervalMs);
@@ -183,7 +171,7 @@ export class LeaderSession {
         }, delayMs);
       };
       schedulePoll(0);
-      this.#log.info({ namespaces: this.#served }, 'leading: polling and reconciling');
+      this.#log.info({ namespaces: this.#namespaces.served }, 'leading: polling and reconciling');
       await new Promise<void>((resolve) => {
         if (signal.aborted) resolve();
         else signal.addEventListener('abort', () => resolve(), { once: true });
@@ -207,7 +195,7 @@ export class LeaderSession {
   #build(digestKey: Uint8Array): Parts {
     const { kube, metrics, reconcile: config } = this.#o;
     const log = this.#log;
-    const listenerId = this.#listener.id;
+    const listenerId = this.#namespaces.listener.id;
     const desired = new DesiredState();
     const inventories = new InventoryStore(kube, listenerId, (rejected) => {
       metrics.inventoriesRejected.inc();
@@ -229,6 +217,17 @@ export class LeaderSession {
       onDropped: () => metrics.queueDropped.inc(),
       metrics: workQueueMetrics(metrics, CONTROLLER_NAME),
       keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
+    });
+    const suspensions = new SuspensionFollower({
+      kube,
+      agentNamespace: this.#o.agentNamespace,
+      listenerId,
+      desired,
+      inventories,
+      events,
+      wake: (id) => queue.add(id),
+      metrics,
+      logger: log,
     });
     // Indexed by deployment: the kinds the reconciler lists a deployment's objects of.
     const cache = new ObjectCache({
@@ -253,10 +252,10 @@ export class LeaderSession {
       renderConfig: this.#o.render,
       config,
       // The latest listener read: a namespace taken off it stops being a valid target at once.
-      listener: () => this.#listener,
+      listener: () => this.#namespaces.listener,
       allowedNamespaces: this.#o.allowedNamespaces,
       digestKey,
-      suspension: (id) => suspensionOf(this.#suspensions, id),
+      suspension: (id) => suspensions.of(id),
       // Per session: a new leader starts with a new window (it cannot know the last one's).
       agentChanges: new AgentChangeGate({
         rate: config.agentChangeRate,
@@ -283,168 +282,28 @@ export class LeaderSession {
       reconciler,
       poller,
       events,
+      suspensions,
       watchers: new Map(),
       listGate: new ListGate(LISTINGS_AT_ONCE),
     };
   }
 
   /** The digest key, made on the first start; retried (a permission is the usual cause, logged). */
-  async #loadDigestKey(signal: AbortSignal): Promise<Uint8Array | undefined> {
-    for (let attempt = 1; !signal.aborted; attempt++) {
-      try {
-        const key = await loadDigestKey(this.#o.kube, this.#o.agentNamespace, { create: true, signal });
-        if (key) return key;
-      } catch (error) {
-        if (signal.aborted) return undefined;
-        this.#log.error({ err: error, attempt }, 'reading the digest key failed; retrying');
-      }
-      await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
-    }
-    return undefined;
-  }
-
-  #readSuspensions(signal: AbortSignal): Promise<Suspensions> {
-    return this.#o.kube
-      .get(
-        {
-          apiVersion: 'v1',
-          kind: 'ConfigMap',
-          namespace: this.#o.agentNamespace,
-          name: SUSPENSIONS_CONFIGMAP,
-        },
-        { signal },
-      )
-      .then((configMap) => readSuspensions(configMap, this.#listener.id));
-  }
-
-  /** The suspensions before the first reconcile, retrying; false when the signal ended it. */
-  async #loadSuspensions(signal: AbortSignal): Promise<boolean> {
-    for (let attempt = 1; !signal.aborted; attempt++) {
-      try {
-        this.#suspensions = await this.#readSuspensions(signal);
-        if (this.#suspensions.listener)
-          this.#log.warn({ suspension: this.#suspensions.listener }, 'the whole listener is suspended');
-        return true;
-      } catch (error) {
-        if (signal.aborted) return false;
-        this.#log.warn({ err: error, attempt }, 'reading the suspensions failed; retrying');
-        await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
-      }
-    }
-    return false;
-  }
-
-  #countSuspended(parts: Parts): void {
-    const ids = new Set([...parts.desired.ids(), ...parts.inventories.deploymentIds()]);
-    const suspended = [...ids].filter((id) => suspensionOf(this.#suspensions, id) !== undefined).length;
-    this.#o.metrics.suspendedDeployments.set(suspended);
-    this.#o.metrics.listenerSuspended.set(this.#suspensions.listener ? 1 : 0);
-  }
-
-  /**
-   * Re-reads the suspensions: each deployment whose suspension changed is told (log, Event) and
-   * reconciled, then the generation read is acknowledged, so that `suspend` returns once the agent
-   * has stopped applying. A failed read keeps the last one (logged): nothing is resumed by error.
-   */
-  async #followSuspensions(parts: Parts, signal: AbortSignal): Promise<void> {
-    let fresh: Suspensions;
-    try {
-      fresh = await this.#readSuspensions(signal);
-    } catch (error) {
-      if (!signal.aborted)
-        this.#log.warn({ err: error }, 'reading the suspensions failed; keeping the last read');
-      return;
-    }
-    const before = this.#suspensions;
-    this.#suspensions = fresh;
-    const ids = new Set([...parts.desired.ids(), ...parts.inventories.deploymentIds()]);
-    // Each changed deployment is reconciled first: a resume re-applies, a suspension reports.
-    for (const id of changedSuspensions(before, fresh, ids)) parts.queue.add(id);
-    const suspensionsRef = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      namespace: this.#o.agentNamespace,
-      name: SUSPENSIONS_CONFIGMAP,
-    };
-    // The listener told once (not an Event per deployment of a large listener)...
-    if (describeEntry(before.listener) !== describeEntry(fresh.listener)) {
-      const note = fresh.listener
-        ? describeSuspension({ ...fresh.listener, scope: 'listener' })
-        : 'the whole listener resumed: the agent applies and prunes again';
-      this.#log.warn({ suspended: fresh.listener !== undefined }, note);
-      await parts.events.record(suspensionsRef, {
-        type: fresh.listener ? 'Warning' : 'Normal',
-        reason: fresh.listener ? 'Suspended' : 'Resumed',
-        note: `listener ${this.#listener.id}: ${note}`,
-      });
-    }
-    // ...each deployment suspended or resumed on its own, on its inventory ConfigMap (where
-    // `status DEPLOYMENT` finds its Events), else on the suspensions ConfigMap.
-    for (const id of ids) {
-      const was = before.deployments.get(id);
-      const now = fresh.deployments.get(id);
-      if (describeEntry(was) === describeEntry(now)) continue;
-      const note = now
-        ? describeSuspension({ ...now, scope: 'deployment' })
-        : 'resumed: the agent applies and prunes it again';
-      deploymentLogger(this.#log, { deploymentId: id }).warn(
-        { suspended: now !== undefined },
-        `deployment ${note}`,
-      );
-      const placement = parts.inventories.get(id)[0];
-      await parts.events.record(
-        placement
-          ? { apiVersion: 'v1', kind: 'ConfigMap', namespace: placement.namespace, name: inventoryName(id) }
-          : suspensionsRef,
-        {
-          type: now ? 'Warning' : 'Normal',
-          reason: now ? 'Suspended' : 'Resumed',
-          note: `deployment ${id} ${note}`,
-        },
-      );
-    }
-    this.#countSuspended(parts);
-    await this.#acknowledge(fresh, signal);
-  }
-
-  /** Says which generation of the suspensions is in effect: `suspend` and `resume` wait for it. */
-  async #acknowledge(suspensions: Suspensions, signal: AbortSignal): Promise<void> {
-    if (suspensions.generation === suspensions.acknowledged) return;
-    const ref = {
-      apiVersion: 'v1',
-      kind: 'ConfigMap',
-      namespace: this.#o.agentNamespace,
-      name: SUSPENSIONS_CONFIGMAP,
-    };
-    const annotations = { [observedAnnotation(this.#listener.id)]: String(suspensions.generation) };
-    try {
-      await this.#o.kube.mergePatch(ref, { metadata: { annotations } }, { signal });
-    } catch (error) {
-      if (!signal.aborted)
-        this.#log.warn({ err: error }, 'acknowledging the suspensions failed; retrying at the next poll');
-    }
-  }
-
-  /** Loads the inventories of the registered namespaces, retrying; false when the signal ended it. */
-  async #loadInventories(inventories: InventoryStore, signal: AbortSignal): Promise<boolean> {
-    const namespaces = this.#o.registration.namespaces;
-    for (let attempt = 1; !signal.aborted; attempt++) {
-      try {
-        await inventories.load(namespaces, signal);
-        this.#served = [...namespaces];
-        return true;
-      } catch (error) {
-        if (signal.aborted) return false;
-        this.#log.warn({ err: error, attempt }, 'reading inventories failed; retrying');
-        await sleep(Math.min(30_000, 500 * 2 ** attempt), signal).catch(() => undefined);
-      }
-    }
-    return false;
+  #loadDigestKey(signal: AbortSignal): Promise<Uint8Array | undefined> {
+    return retryUntilAborted(
+      () => loadDigestKey(this.#o.kube, this.#o.agentNamespace, { create: true, signal }),
+      {
+        signal,
+        firstDelayMs: 1_000,
+        onFailure: (error, attempt) =>
+          this.#log.error({ err: error, attempt }, 'reading the digest key failed; retrying'),
+      },
+    );
   }
 
   #watch(parts: Parts, namespace: string): void {
     const kinds = watchedKinds(this.#o.render);
-    const labelSelector = `${LABEL_LISTENER_ID}=${this.#listener.id}`;
+    const labelSelector = `${LABEL_LISTENER_ID}=${this.#namespaces.listener.id}`;
     const owned = new OwnedObjectWatcher({
       client: this.#o.kube,
       logger: this.#o.logger,
@@ -495,9 +354,10 @@ export class LeaderSession {
 
   async #pollOnce(parts: Parts, signal: AbortSignal): Promise<void> {
     try {
-      await this.#followSuspensions(parts, signal);
+      await parts.suspensions.follow(signal);
       // Every deployment is judged again against the namespaces the listener has now.
-      if (await this.#followListener(parts, signal)) {
+      const serve = (namespace: string) => this.#watch(parts, namespace);
+      if (await this.#namespaces.follow(parts.inventories, serve, signal)) {
         parts.reconciler.namespacesChanged();
         for (const id of parts.desired.ids()) parts.queue.add(id, 'low');
       }
@@ -505,53 +365,5 @@ export class LeaderSession {
     } catch (error) {
       if (!signal.aborted) this.#log.error({ err: error }, 'poll failed');
     }
-  }
-
-  /**
-   * Re-reads the listener, so that a namespace taken off it is refused from the next render on
-   * and one added is watched and served without a restart. Returns whether what is served changed.
-   */
-  async #followListener(parts: Parts, signal: AbortSignal): Promise<boolean> {
-    let fresh: Listener;
-    try {
-      fresh = await this.#o.controlPlane.getListener(this.#listener.id, { signal });
-    } catch (error) {
-      if (!signal.aborted)
-        this.#log.warn({ err: error }, 'reading the listener failed; keeping the last one read');
-      return false;
-    }
-    const before = this.#listener.compute_config?.k8s_namespaces ?? [];
-    let changed = false;
-    const wanted = managedNamespaces(fresh, this.#o.allowedNamespaces, this.#o.agentNamespace);
-    for (const namespace of wanted.filter((n) => !this.#served.includes(n))) {
-      // Its inventories first: what this listener already has there must be known before the
-      // first reconcile of a deployment there (for pruning).
-      try {
-        await parts.inventories.add(namespace, signal);
-      } catch (error) {
-        if (signal.aborted) return false;
-        this.#log.warn(
-          { err: error, namespace },
-          'reading the inventories of an added namespace failed; retrying at the next poll',
-        );
-        continue;
-      }
-      this.#served = [...this.#served, namespace];
-      this.#watch(parts, namespace);
-      changed = true;
-      this.#log.info({ namespace }, 'namespace added to the listener: watching and serving it');
-    }
-    // A namespace not served yet (its inventories unread) is not a target yet either. One taken
-    // off keeps its watch (its objects stay, and a hand edit there still wakes its deployment,
-    // which then fails with that reason), and the listener read refuses it as a target.
-    const after = (fresh.compute_config?.k8s_namespaces ?? []).filter(
-      (n) => !wanted.includes(n) || this.#served.includes(n),
-    );
-    this.#listener = { ...fresh, compute_config: { ...fresh.compute_config, k8s_namespaces: after } };
-    if (before.join(',') !== after.join(',')) {
-      this.#log.warn({ before, after }, 'the listener namespaces changed');
-      changed = true;
-    }
-    return changed;
   }
 }

@@ -9,8 +9,8 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import type { EventRecorder, EventSubject } from '../kube/events.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
-import { sleep } from '../sleep.ts';
 import { AGENT_VERSION } from '../version.ts';
+import { retryUntilAborted } from './retryUntilAborted.ts';
 
 /** Refused at start: a missing listener, a wrong compute type, refused credentials. */
 export class RegistrationError extends Error {
@@ -39,12 +39,10 @@ export interface RegisterOptions {
 /** Registers; throws RegistrationError for what no retry fixes, or the signal's reason. */
 export async function register(options: RegisterOptions): Promise<Registration> {
   const { client, listenerId, signal, logger } = options;
-  let listener: Listener;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      listener = await client.getListener(listenerId, { signal });
-      break;
-    } catch (error) {
+  const listener = await retryUntilAborted(() => client.getListener(listenerId, { signal }), {
+    signal,
+    firstDelayMs: 2_000,
+    onFailure: (error, attempt, delayMs) => {
       if (isControlPlaneError(error, 404))
         throw new RegistrationError(`listener ${listenerId} does not exist at the control plane`, {
           cause: error,
@@ -52,12 +50,10 @@ export async function register(options: RegisterOptions): Promise<Registration> 
       if (isControlPlaneError(error, 401) || isControlPlaneError(error, 403)) {
         throw new RegistrationError('the control plane refused the API key', { cause: error });
       }
-      if (signal.aborted) throw signal.reason;
-      const delay = Math.min(30_000, 1_000 * 2 ** attempt);
-      logger.warn({ err: error, attempt, delayMs: delay }, 'reading the listener failed; retrying');
-      await sleep(delay, signal);
-    }
-  }
+      logger.warn({ err: error, attempt, delayMs }, 'reading the listener failed; retrying');
+    },
+  });
+  if (listener === undefined) throw signal.reason;
   if (listener.compute_type !== 'k8s') {
     throw new RegistrationError(`listener ${listenerId} has compute type ${listener.compute_type}, not k8s`);
   }

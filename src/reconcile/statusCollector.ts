@@ -36,7 +36,7 @@ import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { listenerItems } from './listenerItems.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
 import { DEFAULT_FAILURE_GRACE_MS } from './reconcileConfig.ts';
-import { readSuspensions, SUSPENSIONS_CONFIGMAP, suspensionOf } from './suspensions.ts';
+import { readSuspensions, suspensionOf, suspensionsRef } from './suspensions.ts';
 import { chooseTarget, type Target } from './target.ts';
 
 export interface StatusSources {
@@ -281,16 +281,9 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
     if (agentChanges.has(o.row.id)) observations[i] = { ...o, row: withAgentChangeWaiting(o.row, true) };
   // What operators suspended: shown over what the objects would show.
   const suspensions = readSuspensions(
-    await kube
-      .get({
-        apiVersion: 'v1',
-        kind: 'ConfigMap',
-        namespace: sources.agentNamespace,
-        name: SUSPENSIONS_CONFIGMAP,
-      })
-      .catch((error: unknown) => {
-        throw new StatusCollectError(sources.agentNamespace, 'the suspensions', error);
-      }),
+    await kube.get(suspensionsRef(sources.agentNamespace)).catch((error: unknown) => {
+      throw new StatusCollectError(sources.agentNamespace, 'the suspensions', error);
+    }),
     listenerId,
   );
   return observations

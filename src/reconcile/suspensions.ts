@@ -4,11 +4,17 @@
 // changes: `k8s-listener suspend`/`resume` write it, the leader reads it at each poll and
 // acknowledges what it has taken into account.
 import { z } from 'zod';
-import { isConflict, type KubeClient, type LiveKubeObject } from '../kube/index.ts';
+import { isConflict, type KubeClient, type LiveKubeObject, type ObjectRef } from '../kube/index.ts';
 import { configMapData } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 
 export const SUSPENSIONS_CONFIGMAP = 'k8s-listener-suspensions';
+
+/** The ConfigMap of the suspensions in the agent's namespace; listener-wide Events go on it too. */
+export function suspensionsRef(agentNamespace: string): ObjectRef {
+  return { apiVersion: 'v1', kind: 'ConfigMap', namespace: agentNamespace, name: SUSPENSIONS_CONFIGMAP };
+}
+
 /** Bumped by every `suspend`/`resume`: what the agent acknowledges. */
 export const ANNOTATION_SUSPENSIONS_GENERATION = 'k8s-listener.io/generation';
 /** The data key of a listener-wide suspension (deployment ids are the other keys). */
@@ -130,7 +136,7 @@ export async function changeSuspensions(
   change: SuspensionChange,
   signal?: AbortSignal,
 ): Promise<number> {
-  const ref = { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: SUSPENSIONS_CONFIGMAP };
+  const ref = suspensionsRef(namespace);
   const value = change.entry === null ? null : JSON.stringify(change.entry);
   for (let attempt = 1; ; attempt++) {
     const live = await kube.get(ref, { signal });

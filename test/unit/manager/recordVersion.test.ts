@@ -10,18 +10,14 @@ import { ControlPlaneClient } from '../../../src/controlplane/client.ts';
 import type { Listener, ListenerWrite } from '../../../src/controlplane/schemas/index.ts';
 import type { EventDetails, EventSubject } from '../../../src/kube/events.ts';
 import { recordVersion } from '../../../src/manager/registration.ts';
+import { suspensionsRef } from '../../../src/reconcile/suspensions.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../../src/version.ts';
 import { type Harness, startHarness } from '../../support/emulatorHarness.ts';
 import { type ListenerEditProxy, startListenerEditProxy } from '../../support/listenerEditProxy.ts';
 
 const PREVIOUS_VERSION = '0.0.1-previous';
-const SUBJECT: EventSubject = {
-  apiVersion: 'v1',
-  kind: 'ConfigMap',
-  namespace: 'k8s-listener',
-  name: 'k8s-listener-suspensions',
-};
+const SUBJECT: EventSubject = suspensionsRef('k8s-listener');
 
 let harness: Harness;
 let proxy: ListenerEditProxy;

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import type { LiveKubeObject } from '../../../src/kube/index.ts';
 import {
   ANNOTATION_SUSPENSIONS_GENERATION,
   changedSuspensions,
@@ -8,31 +7,17 @@ import {
   NO_SUSPENSIONS,
   observedAnnotation,
   readSuspensions,
-  SUSPENSIONS_CONFIGMAP,
   suspensionOf,
 } from '../../../src/reconcile/suspensions.ts';
 import { type StatusRow, withSuspension } from '../../../src/report/statusView.ts';
+import { suspensionsConfigMap } from '../../support/suspensionsConfigMap.ts';
 
 const LISTENER = 'l-1';
 const A = '0b4f1c1e-0000-4000-8000-00000000000a';
 const B = '0b4f1c1e-0000-4000-8000-00000000000b';
 const entry = (reason: string, by = 'alice') => JSON.stringify({ reason, by, at: '2026-11-25T08:00:00Z' });
 
-function configMap(data: Record<string, string>, annotations: Record<string, string> = {}): LiveKubeObject {
-  return {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: {
-      name: SUSPENSIONS_CONFIGMAP,
-      namespace: 'agent',
-      uid: 'u',
-      resourceVersion: '7',
-      labels: {},
-      annotations,
-    },
-    data,
-  } as LiveKubeObject;
-}
+const configMap = suspensionsConfigMap;
 
 describe('readSuspensions', () => {
   it('reads no suspensions from a missing ConfigMap', () => {
