@@ -7,12 +7,11 @@
 //
 // npm run bench:node [-- --runs 5 --rest-s 60]. Needs what the real node needs (root; see
 // docs/development.md). Writes bench/results/<time>-real-node.json.
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { ControlPlaneClient } from '../src/controlplane/client.ts';
 import { startEmulator } from '../src/emulator/server.ts';
 import { Agent } from '../src/manager/agent.ts';
 import { ReconcileConfig } from '../src/reconcile/reconcileConfig.ts';
@@ -26,8 +25,11 @@ import {
 } from '../test/cluster/localCluster.ts';
 import { REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeMissing } from '../test/cluster/realNode.ts';
 import { adminKube, createNamespace, uniqueNamespace } from '../test/support/adminKube.ts';
+import { ControlPlaneTestClient } from '../test/support/controlPlaneTestClient.ts';
 import { cliEnv, installLanggraphCli, runCommand } from '../test/support/langgraphCli.ts';
+import { CLOCK_TICKS, readProcStat, readProcStatus } from './procfs.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
+import { median } from './statistics.ts';
 
 const { values } = parseArgs({
   options: { runs: { type: 'string', default: '5' }, 'rest-s': { type: 'string', default: '60' } },
@@ -35,7 +37,6 @@ const { values } = parseArgs({
 const RUNS = Number(values.runs);
 const REST_S = Number(values['rest-s']);
 const API_KEY = 'bench-real-node';
-const CLK_TCK = 100;
 
 const missing = await realNodeMissing();
 if (missing) {
@@ -59,7 +60,7 @@ const image = (name: string) => {
 };
 const kube = adminKube(cluster.kubeconfigPath);
 const emulator = await startEmulator({ apiKey: API_KEY });
-const client = new ControlPlaneClient({
+const client = new ControlPlaneTestClient({
   baseUrl: emulator.url,
   apiKey: API_KEY,
   logger: pino({ level: 'silent' }),
@@ -150,12 +151,6 @@ function cli(command: string, deploymentId = '') {
   });
 }
 
-const median = (xs: readonly number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-};
-
 const firstRunS: number[] = [];
 const newRevisionS: number[] = [];
 for (let i = 0; i < RUNS; i++) {
@@ -203,20 +198,18 @@ async function daemonStats(): Promise<Map<string, { cpuTicks: number; rssKiB: nu
   const stats = new Map<string, { cpuTicks: number; rssKiB: number }>();
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      const comm = /\((.*)\)/.exec(stat)?.[1] ?? '';
-      const daemon = DAEMONS.find((d) => d.startsWith(comm) && comm.length >= Math.min(d.length, 15));
-      if (!daemon) continue;
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ticks = Number(fields[11]) + Number(fields[12]);
-      const status = await readFile(`/proc/${pid}/status`, 'utf8');
-      const rss = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-      const sum = stats.get(daemon) ?? { cpuTicks: 0, rssKiB: 0 };
-      stats.set(daemon, { cpuTicks: sum.cpuTicks + ticks, rssKiB: sum.rssKiB + rss });
-    } catch {
-      // Gone meanwhile.
-    }
+    // Undefined: gone meanwhile.
+    const stat = await readProcStat(pid);
+    if (!stat) continue;
+    const { comm } = stat;
+    const daemon = DAEMONS.find((d) => d.startsWith(comm) && comm.length >= Math.min(d.length, 15));
+    if (!daemon) continue;
+    const status = await readProcStatus(pid);
+    if (!status) continue;
+    // A zombie has no resident memory.
+    const rss = Number.isNaN(status.rssKiB) ? 0 : status.rssKiB;
+    const sum = stats.get(daemon) ?? { cpuTicks: 0, rssKiB: 0 };
+    stats.set(daemon, { cpuTicks: sum.cpuTicks + stat.cpuTicks, rssKiB: sum.rssKiB + rss });
   }
   return stats;
 }
@@ -229,7 +222,7 @@ const atRest = Object.fromEntries(
   DAEMONS.map((daemon) => {
     const a = after.get(daemon);
     const b = before.get(daemon);
-    const cpuPercent = a && b ? ((a.cpuTicks - b.cpuTicks) / CLK_TCK / REST_S) * 100 : 0;
+    const cpuPercent = a && b ? ((a.cpuTicks - b.cpuTicks) / CLOCK_TICKS / REST_S) * 100 : 0;
     return [
       daemon,
       { cpuPercent: Number(cpuPercent.toFixed(2)), rssMiB: Number(((a?.rssKiB ?? 0) / 1024).toFixed(1)) },

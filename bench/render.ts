@@ -8,6 +8,7 @@ import { AGENT_VERSION } from '../src/version.ts';
 import { goldenConfig, listener } from '../test/support/renderFixtures.ts';
 import { validDeployment } from '../test/support/specArbitraries.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
+import { quantile } from './statistics.ts';
 
 const COUNT = 2_000;
 const startedAt = new Date();
@@ -35,12 +36,11 @@ for (const deployment of deployments) {
 global.gc?.();
 const heapMiB = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
 times.sort((a, b) => a - b);
-const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] ?? 0;
 const report = {
   deployments: COUNT,
   objects,
-  medianMs: Number(at(0.5).toFixed(3)),
-  p99Ms: Number(at(0.99).toFixed(3)),
+  medianMs: Number(quantile(times, 0.5).toFixed(3)),
+  p99Ms: Number(quantile(times, 0.99).toFixed(3)),
   heldHeapMiB: Number(heapMiB.toFixed(1)),
 };
 console.log(JSON.stringify(report));

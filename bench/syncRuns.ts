@@ -4,6 +4,7 @@
 // judged against the targets (bench/README.md, "Targets").
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { median } from './statistics.ts';
 
 const ROTATIONS = ['agent,floor,kubectl', 'floor,kubectl,agent', 'kubectl,agent,floor'] as const;
 
@@ -13,15 +14,6 @@ interface RunRecord {
   readonly ratios: { readonly agentOverFloor?: number; readonly kubectlOverAgent?: number };
   readonly coldRequestsPerDeployment: Readonly<Record<string, number>>;
   readonly memory: { readonly peakRssMiB: number; readonly peakGrowthKiBPerDeployment?: number };
-}
-
-/** The median of a few numbers (the middle one, or the mean of the two middle ones). */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] ?? Number.NaN)
-    : ((sorted[middle - 1] ?? Number.NaN) + (sorted[middle] ?? Number.NaN)) / 2;
 }
 
 /** `args` without `--runs`, `--order` and `--series` (each with its value). */
