@@ -53,8 +53,7 @@ beforeAll(async () => {
   const kept = await world.client.createDeployment(app(world, 'kept', ns));
   // As the image runs it: the bundle, with the image's environment.
   agent = startAgentProcess(configPath, 'bounded-input', {
-    main: await buildBundle(join(dir, 'dist')),
-    env: IMAGE_ENV,
+    image: { main: await buildBundle(join(dir, 'dist')), env: IMAGE_ENV },
   });
   await waitForRevision(world, kept, 'DEPLOYED');
 }, 120_000);

@@ -31,8 +31,8 @@ beforeAll(async () => {
   const insecure = join(dirname(configPath), 'insecure-kubeconfig.yaml');
   await writeFile(insecure, stringify(kubeconfig));
   // As an environment variable: the test setup's own K8S_LISTENER_KUBECONFIG would win over the file.
-  agent = startAgentProcess(configPath, 'insecure-transport', undefined, {
-    K8S_LISTENER_KUBECONFIG: insecure,
+  agent = startAgentProcess(configPath, 'insecure-transport', {
+    env: { K8S_LISTENER_KUBECONFIG: insecure },
   });
 }, 60_000);
 afterAll(async () => {

@@ -1,7 +1,8 @@
 // The agent as a real `k8s-listener run` process, and the checks that compare a whole cluster with
 // what the control plane asks for: every rendered object exactly once, no orphan, inventories
-// complete. Shared by the kill and hostile-input tests.
+// complete. Shared by the process tests and bench:sync.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,15 +20,32 @@ import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { FAST_RECONCILE, type World } from './agentHarness.ts';
 
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
+/** What is kept of the output when it goes to a file: enough to say why a process failed to start. */
+const OUTPUT_TAIL = 4_000;
 
 export interface AgentProcess {
   readonly identity: string;
   readonly child: ChildProcess;
-  /** Everything it wrote to stdout and stderr so far. */
+  /** Everything it wrote to stdout and stderr so far (with `logPath`, the last 4,000 characters). */
   readonly output: () => string;
   readonly exited: Promise<number | null>;
   /** The probe server's URL, once the process has logged it. */
   readonly probesUrl: () => string | undefined;
+  /** The probe server's URL once logged; rejects, with the output's tail, if the process exits first. */
+  readonly started: Promise<string>;
+}
+
+export interface AgentProcessOptions {
+  /** As the image runs it: the bundle and the image's environment (default: the sources, no image environment). */
+  readonly image?: { readonly main: string; readonly env: Readonly<Record<string, string>> };
+  /** Over every other variable (the test setup's K8S_LISTENER_KUBECONFIG would win over the file's `kubeconfig`). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Node's own flags, before the script (a CPU profile, a heap snapshot on a signal, heap sizes). */
+  readonly nodeFlags?: readonly string[];
+  /** A cgroup directory to run in: a shell moves itself there, then becomes the agent (the same pid). */
+  readonly cgroup?: string;
+  /** Where the output goes instead of memory: a run of hours logs more than one string holds. */
+  readonly logPath?: string;
 }
 
 /** Writes an agent configuration file (JSON is YAML) for `world` with fast loops and a short lease. */
@@ -62,30 +80,75 @@ export async function writeAgentConfig(
   return path;
 }
 
-/**
- * The agent from its sources, or as the image runs it (`main`: a bundle, with `env`: the image's);
- * `env` last (the test setup's K8S_LISTENER_KUBECONFIG would win over the file's `kubeconfig`).
- */
+/** The agent's command line: node, its own flags, then the agent as the image's entry point runs it. */
+export function agentCommand(configPath: string, options: AgentProcessOptions = {}): string[] {
+  return [
+    process.execPath,
+    ...(options.nodeFlags ?? []),
+    options.image?.main ?? MAIN,
+    'run',
+    '--config',
+    configPath,
+  ];
+}
+
+/** The agent as a `run` process with `configPath`; `identity` is its pod name (and its lease holder). */
 export function startAgentProcess(
   configPath: string,
   identity: string,
-  image?: { readonly main: string; readonly env: Readonly<Record<string, string>> },
-  env: Readonly<Record<string, string>> = {},
+  options: AgentProcessOptions = {},
 ): AgentProcess {
-  const child = spawn(process.execPath, [image?.main ?? MAIN, 'run', '--config', configPath], {
-    env: { ...process.env, ...image?.env, POD_NAME: identity, POD_NAMESPACE: 'default', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const command = agentCommand(configPath, options);
+  const env = {
+    ...process.env,
+    ...options.image?.env,
+    POD_NAME: identity,
+    POD_NAMESPACE: 'default',
+    ...options.env,
+  };
+  const child = options.cgroup
+    ? spawn('sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', options.cgroup, ...command], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+    : spawn(command[0] as string, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logFile = options.logPath === undefined ? undefined : createWriteStream(options.logPath);
   let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
+  const keep = (chunk: Buffer) => {
+    logFile?.write(chunk);
     output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+    if (logFile && output.length > 2 * OUTPUT_TAIL) output = output.slice(-OUTPUT_TAIL);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  // 'close', not 'exit': the pipes may still hold the last lines when the process exits.
+  child.once('close', () => logFile?.end());
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const probesUrl = () => /"probes":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(output)?.[1];
-  return { identity, child, output: () => output, exited, probesUrl };
+  // The probes line is caught as it passes: with `logPath` it soon leaves the kept tail.
+  let probes: string | undefined;
+  const started = new Promise<string>((resolve, reject) => {
+    let pending = '';
+    const findProbes = (chunk: Buffer) => {
+      pending += chunk.toString();
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) {
+        const url = /"probes":"(http:\/\/[^"]+)"/.exec(line)?.[1];
+        if (url === undefined) continue;
+        probes = url;
+        child.stdout?.off('data', findProbes);
+        resolve(url);
+        return;
+      }
+    };
+    child.stdout?.on('data', findProbes);
+    void exited.then((code) =>
+      reject(new Error(`agent exited (${code}) before it started: ${output.slice(-OUTPUT_TAIL)}`)),
+    );
+  });
+  // Awaited by whoever needs it; an agent that a test stops early is no unhandled rejection.
+  started.catch(() => undefined);
+  return { identity, child, output: () => output, exited, probesUrl: () => probes, started };
 }
 
 export const appliesBy = (agent: AgentProcess): number =>
