@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import pino from 'pino';
-import { ControlPlaneClient } from '../src/controlplane/client.ts';
 import type { Deployment, DeploymentCreate, Listener, Revision } from '../src/controlplane/schemas/index.ts';
 import { startEmulator } from '../src/emulator/server.ts';
 import { KubeClient } from '../src/kube/kubeClient.ts';
@@ -21,6 +20,7 @@ import { type KubeObject, RenderConfig, renderDeployment } from '../src/render/i
 import { sleep } from '../src/sleep.ts';
 import { AGENT_VERSION } from '../src/version.ts';
 import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
+import { ControlPlaneTestClient } from '../test/support/controlPlaneTestClient.ts';
 import { IMAGE_ENV } from '../test/support/imageRuntime.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
 
@@ -485,7 +485,7 @@ const cluster = await startLocalCluster({
   controllerManagerQps: CONTROLLER_QPS,
 });
 const emulator = await startEmulator({});
-const client = new ControlPlaneClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
+const client = new ControlPlaneTestClient({ baseUrl: emulator.url, logger: pino({ level: 'silent' }) });
 const admin = await KubeClient.fromKubeconfig(cluster.kubeconfigPath, { logger: pino({ level: 'silent' }) });
 if (flags['keep-cluster']) log(`cluster directory (kept): ${join(workDir, 'cluster')}`);
 let agent: AgentProcess | undefined;

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { formatPath } from '../controlplane/parse.ts';
 import { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { RenderConfig, tenantReachableSources } from '../render/renderConfig.ts';
+import { unknownSchedulingNamespaces } from '../render/scheduling.ts';
 import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 
 /** Chosen with bench:sync (README, "Benchmarks"): a cold sync is not slowed, a resync storm is capped. */
@@ -227,11 +228,15 @@ export async function loadAgentConfig(sources: ConfigSources): Promise<AgentConf
       ['namespaces'],
     );
   }
-  const reachable = tenantReachableSources(result.data.render, result.data.namespaces ?? []);
-  if (reachable.length > 0) {
+  // Settings that depend on which namespaces are the agent's: checked together, named each.
+  const namespaceProblems = [
+    ...tenantReachableSources(result.data.render, result.data.namespaces ?? []),
+    ...unknownSchedulingNamespaces(result.data.render.scheduling, result.data.namespaces ?? []),
+  ];
+  if (namespaceProblems.length > 0) {
     throw new ConfigError(
-      `invalid configuration: ${reachable.map(({ key, message }) => `${key}: ${message}`).join('; ')}`,
-      reachable.map(({ key }) => key),
+      `invalid configuration: ${namespaceProblems.map(({ key, message }) => `${key}: ${message}`).join('; ')}`,
+      namespaceProblems.map(({ key }) => key),
     );
   }
   const { apiKey, apiKeyFile } = result.data.controlPlane;

@@ -20,9 +20,8 @@ import {
 import { canonicalHash } from './canonicalHash.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
-import { queueScalerObjects } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
-import { httpRouteSpec, routeKindOf } from './routes.ts';
+import { placementFields, resolvePlacement } from './scheduling.ts';
 
 type Json = Record<string, unknown>;
 type Component = AppRole | 'database' | 'kvstore' | 'config' | 'network';
@@ -112,27 +111,7 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
         template,
       }),
     );
-    // Queue workers on KEDA scale on the runs that need them, and KEDA makes the HPA itself.
-    const onRuns = workload.role === 'queue' ? plan.queueScaler : undefined;
-    if (autoscaled && onRuns) {
-      objects.push(
-        ...queueScalerObjects(
-          onRuns,
-          {
-            namespace: plan.namespace,
-            workloadName: name,
-            minReplicas: workload.scale.min,
-            maxReplicas: workload.scale.max,
-            databaseService: names.database,
-            databaseCredentials: names.databaseCredentials,
-            deploymentSecrets: names.secrets,
-            make: (apiVersion, kind, objectName, body) =>
-              object(plan, apiVersion, kind, objectName, workload.role, body),
-          },
-          config,
-        ),
-      );
-    } else if (autoscaled) {
+    if (autoscaled) {
       objects.push(
         object(plan, 'autoscaling/v2', 'HorizontalPodAutoscaler', name, workload.role, {
           scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
@@ -185,18 +164,6 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
     Object.assign(ingress.metadata.annotations, config.ingress.annotations);
     objects.push(ingress);
   }
-  if (plan.host && routeKindOf(config) === 'HTTPRoute') {
-    const route = object(
-      plan,
-      'gateway.networking.k8s.io/v1',
-      'HTTPRoute',
-      plan.base,
-      'main',
-      httpRouteSpec(plan.host, plan.pathPrefix, { name: plan.base, port: config.app.servicePort }, config),
-    );
-    Object.assign(route.metadata.annotations, config.gateway.annotations);
-    objects.push(route);
-  }
 
   if (config.networkPolicy.enabled) objects.push(...networkPolicies(plan, config));
 
@@ -241,25 +208,10 @@ function networkPolicies(plan: RenderPlan, config: RenderConfig): KubeObject[] {
     ],
   });
   if (!plan.database && !plan.kvstore) return [app];
-  // KEDA's operator counts the runs of a queue scaled on them: the database's port, and no more.
-  const keda =
-    plan.database && plan.queueScaler?.connection.kind === 'generated'
-      ? config.autoscaling.keda.operatorNamespace
-      : undefined;
   const data = object(plan, 'networking.k8s.io/v1', 'NetworkPolicy', `${plan.base}-data`, 'network', {
     podSelector: pods('In'),
     policyTypes: ['Ingress'],
-    ingress: [
-      { from: [own] },
-      ...(keda
-        ? [
-            {
-              from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': keda } } }],
-              ports: [{ protocol: 'TCP', port: config.database.port }],
-            },
-          ]
-        : []),
-    ],
+    ingress: [{ from: [own] }],
   });
   return [app, data];
 }
@@ -434,9 +386,6 @@ function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: Ob
   // With queue workers the API server takes no runs; the deployment's own value is theirs.
   const jobsEnv = role === 'main' && hasQueue(plan) ? config.queue.jobsPerWorkerEnv : null;
   set(jobsEnv, '0');
-  // Queue workers scaled on runs take as many at once as KEDA's target counts for each.
-  if (role === 'queue' && plan.queueScaler?.setsJobsEnv)
-    set(config.queue.jobsPerWorkerEnv, String(plan.queueScaler.jobsPerWorker));
   for (const secret of plan.secrets) {
     if (secret.name === jobsEnv) continue;
     env.push({ name: secret.name, valueFrom: { secretKeyRef: { name: names.secrets, key: secret.name } } });
@@ -447,6 +396,15 @@ function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: Ob
       name: reference.name,
       valueFrom: { secretKeyRef: { name: reference.secret_name, key: reference.secret_key } },
     });
+  }
+  // A store the deployment brings under another name reaches the server under the names it reads.
+  for (const store of [plan.brought.database, plan.brought.kvstore]) {
+    if (!store) continue;
+    const reference = plan.secretReferences.find((r) => r.name === store.from);
+    const source = reference
+      ? { name: reference.secret_name, key: reference.secret_key }
+      : { name: names.secrets, key: store.from };
+    for (const name of store.to) env.push({ name, valueFrom: { secretKeyRef: { ...source } } });
   }
   if (plan.database) {
     const db = config.database;
@@ -508,8 +466,13 @@ function appPodTemplate(
   const labels: Record<string, string> = {};
   for (const [key, value] of Object.entries(spec.labels ?? {})) labels[key] = String(value);
   Object.assign(labels, commonLabels(plan, workload.role));
+  const placement = resolvePlacement(config.scheduling, 'apps', plan.deploymentType, plan.namespace);
+  // The platform's own spread constraints, when it sets them, replace the built-in one.
   const spread =
-    plan.deploymentType === 'prod' && config.prod.topologySpread && workload.role !== 'executor'
+    placement.topologySpreadConstraints === undefined &&
+    plan.deploymentType === 'prod' &&
+    config.prod.topologySpread &&
+    workload.role !== 'executor'
       ? ['topology.kubernetes.io/zone', 'kubernetes.io/hostname'].map((topologyKey) => ({
           maxSkew: 1,
           topologyKey,
@@ -530,6 +493,7 @@ function appPodTemplate(
       terminationGracePeriodSeconds: config.app.terminationGracePeriodSeconds,
       securityContext: podHardening(config),
       topologySpreadConstraints: spread,
+      ...placementFields(placement, selectorLabels(plan, workload.role)),
       initContainers: spec.init_containers?.length
         ? spec.init_containers.map((c) => userContainer(c, config))
         : undefined,
@@ -537,6 +501,12 @@ function appPodTemplate(
       volumes: spec.volumes?.length ? spec.volumes.map((v) => compact({ ...v })) : undefined,
     }),
   };
+}
+
+/** Where the platform puts the deployment's database or key-value store (`render.scheduling`). */
+function storePlacement(plan: RenderPlan, config: RenderConfig, component: 'database' | 'kvstore'): Json {
+  const placement = resolvePlacement(config.scheduling, 'stores', plan.deploymentType, plan.namespace);
+  return placementFields(placement, selectorLabels(plan, component));
 }
 
 function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: ObjectNames): KubeObject {
@@ -555,6 +525,7 @@ function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: Obje
         automountServiceAccountToken: false,
         enableServiceLinks: false,
         securityContext: podHardening(config, db.runAsUser),
+        ...storePlacement(plan, config, 'database'),
         containers: [
           compact({
             name: 'postgres',
@@ -600,6 +571,7 @@ function kvstoreWorkload(plan: RenderPlan, config: RenderConfig, names: ObjectNa
       automountServiceAccountToken: false,
       enableServiceLinks: false,
       securityContext: podHardening(config, kv.runAsUser),
+      ...storePlacement(plan, config, 'kvstore'),
       containers: [
         compact({
           name: 'redis',

@@ -26,9 +26,7 @@ import {
 } from './names.ts';
 import { objectNames } from './objects.ts';
 import { cpuMillis } from './quantities.ts';
-import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
-import { routeKindOf, routePathPrefix } from './routes.ts';
 import { secretRefusal } from './secretPolicy.ts';
 
 export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
@@ -66,18 +64,35 @@ export interface RenderPlan {
       }
     | undefined;
   readonly kvstore: { readonly resources: ResolvedResources } | undefined;
+  /** The stores the deployment brings itself (`bringYourOwnNames`), none of them rendered. */
+  readonly brought: { readonly database?: BroughtStore; readonly kvstore?: BroughtStore };
   readonly secrets: readonly Secret[];
   readonly secretReferences: readonly SecretReference[];
   readonly spec: ResourceSpec;
   readonly host: string | undefined;
-  /** The path an HTTPRoute of `host` matches as a prefix (`/`: every path). */
-  readonly pathPrefix: string;
-  /** The KEDA ScaledObject of the queue workers (render.autoscaling.queue: keda), if any. */
-  readonly queueScaler: QueueScalerPlan | undefined;
   /** What an operator should know that is not an error (e.g. a database brought by the user). */
   readonly notes: readonly string[];
   /** What the deployment's owner should know: carried by its status message (notes too). */
   readonly statusNotes: readonly string[];
+}
+
+/**
+ * A store the deployment brings: the variable it brought it by (its secret or secret reference),
+ * and the variables the server reads that the agent sets from it — those the deployment does not
+ * set itself, so `POSTGRES_URI_CUSTOM` reaches the server as `DATABASE_URI` and `POSTGRES_URI`.
+ */
+export interface BroughtStore {
+  readonly from: string;
+  readonly to: readonly string[];
+}
+
+function broughtStore(
+  ownNames: readonly string[],
+  serverNames: readonly string[],
+  envNames: ReadonlySet<string>,
+): BroughtStore | undefined {
+  const from = ownNames.find((name) => envNames.has(name));
+  return from === undefined ? undefined : { from, to: serverNames.filter((name) => !envNames.has(name)) };
 }
 
 export const DEV_ZERO_NOTE =
@@ -198,11 +213,15 @@ export function planDeployment(
   const secrets = deployment.secrets;
   const secretReferences = deployment.secret_references ?? [];
   const envNames = new Set([...secrets.map((s) => s.name), ...secretReferences.map((r) => r.name)]);
+  // Brought or not, whether a store is asked for: the server reads its variables either way.
+  const brought = {
+    database: broughtStore(config.database.bringYourOwnNames, config.database.uriEnvs, envNames),
+    kvstore: broughtStore(config.kvstore.bringYourOwnNames, [config.kvstore.uriEnv], envNames),
+  };
   let database: RenderPlan['database'];
   if (config.database.provision === 'always' || groupSet(spec, GROUP_FIELDS.database)) {
-    const own = config.database.bringYourOwnNames.find((name) => envNames.has(name));
-    if (own) {
-      notes.push(`no database provisioned: the deployment brings its own (${own})`);
+    if (brought.database) {
+      notes.push(`no database provisioned: the deployment brings its own (${brought.database.from})`);
     } else {
       const maxConnections = numbers.get('db_max_connections');
       if (maxConnections !== undefined && (!Number.isInteger(maxConnections) || maxConnections < 1)) {
@@ -217,8 +236,8 @@ export function planDeployment(
   }
   let kvstore: RenderPlan['kvstore'];
   if (config.kvstore.provision === 'always' || groupSet(spec, GROUP_FIELDS.kvstore)) {
-    const own = config.kvstore.bringYourOwnNames.find((name) => envNames.has(name));
-    if (own) notes.push(`no key-value store provisioned: the deployment brings its own (${own})`);
+    if (brought.kvstore)
+      notes.push(`no key-value store provisioned: the deployment brings its own (${brought.kvstore.from})`);
     else
       kvstore = {
         resources: resolveResources(numbers, 'kvstore_', config.kvstore.defaults, config, problems),
@@ -241,26 +260,8 @@ export function planDeployment(
   checkPodMetadata(spec, config, problems);
   checkVolumesAndContainers(spec, config, problems);
   const host = resolveHost(deployment.source_config.custom_url, config, problems);
-  const routeKind = routeKindOf(config);
-  let pathPrefix = '/';
-  if (host && routeKind === 'HTTPRoute') {
-    const prefix = routePathPrefix(deployment.source_config.custom_url ?? '');
-    if ('problem' in prefix) problems.add('source_config.custom_url', prefix.problem);
-    else pathPrefix = prefix.path;
-  }
-  if (host && !routeKind)
-    notes.push('custom_url is not exposed: the agent has neither an ingress class nor a Gateway configured');
-  const queueScaler = planQueueScaler(
-    {
-      queueScale: workloads.find((workload) => workload.role === 'queue')?.scale,
-      database: database !== undefined,
-      secrets,
-      secretReferences,
-    },
-    config,
-    problems.list,
-    notes,
-  );
+  if (host && !config.ingress.className)
+    notes.push('custom_url is not exposed: the agent has no ingress class configured');
 
   if (problems.list.length > 0 || base === undefined || namespace === undefined || !image) {
     return { problems: problems.list };
@@ -279,12 +280,14 @@ export function planDeployment(
       workloads,
       database,
       kvstore,
+      brought: {
+        ...(brought.database ? { database: brought.database } : {}),
+        ...(brought.kvstore ? { kvstore: brought.kvstore } : {}),
+      },
       secrets,
       secretReferences,
       spec,
-      host: routeKind ? host : undefined,
-      pathPrefix,
-      queueScaler,
+      host: config.ingress.className ? host : undefined,
       notes: [...notes, ...statusNotes],
       statusNotes,
     },
@@ -675,10 +678,9 @@ function resolveHost(
     problems.add('source_config.custom_url', 'is not a valid host name or URL');
     return undefined;
   }
-  // On a shared ingress controller or Gateway a host is a claim on traffic: only under the
-  // platform's domains, whichever kind of route it becomes.
+  // On a shared ingress controller a host is a claim on traffic: only under the platform's domains.
   const suffixes = config.ingress.allowedHostSuffixes;
-  if (routeKindOf(config) && !suffixes.some((suffix) => hostUnder(host, suffix))) {
+  if (config.ingress.className && !suffixes.some((suffix) => hostUnder(host, suffix))) {
     problems.add(
       'source_config.custom_url',
       suffixes.length === 0

@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ApiKeySource } from '../../src/controlplane/apiKey.ts';
-import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
 import { adminKube, createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
 import { app, FAST_RECONCILE, type World, waitForRevision } from '../support/agentHarness.ts';
+import { ControlPlaneTestClient } from '../support/controlPlaneTestClient.ts';
 import { type MountedSecret, mountedSecret } from '../support/mountedSecret.ts';
 
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
@@ -32,7 +32,7 @@ beforeAll(async () => {
   await createNamespace(kube, namespace);
   emulator = await startEmulator({ apiKey: OLD_KEY });
   const source: ApiKeySource = { current: async () => testKey, refused: () => {}, close: () => {} };
-  const client = new ControlPlaneClient({
+  const client = new ControlPlaneTestClient({
     baseUrl: emulator.url,
     apiKeySource: source,
     logger: pino({ level: 'silent' }),

@@ -11,10 +11,10 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CheckReport, runCheckCommand } from '../../src/cli/check.ts';
-import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import { startEmulator } from '../../src/emulator/server.ts';
 import { createNamespace, uniqueNamespace } from '../support/adminKube.ts';
 import { startWorld, type World } from '../support/agentHarness.ts';
+import { ControlPlaneTestClient } from '../support/controlPlaneTestClient.ts';
 
 const execFileAsync = promisify(execFile);
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
@@ -234,7 +234,7 @@ describe('k8s-listener check', () => {
 
   it('a wrong API key is ✗ on the control plane line, and the key is never printed (exit 1)', async () => {
     const emulator = await startEmulator({ apiKey: 'the-right-key-1234' });
-    const client = new ControlPlaneClient({
+    const client = new ControlPlaneTestClient({
       baseUrl: emulator.url,
       apiKey: 'the-right-key-1234',
       logger: pino({ level: 'silent' }),

@@ -1,7 +1,6 @@
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import type { Listener } from '../../src/controlplane/schemas/index.ts';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
 import { KubeClient } from '../../src/kube/kubeClient.ts';
@@ -12,17 +11,18 @@ import { SUSPENSIONS_CONFIGMAP } from '../../src/reconcile/suspensions.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../src/version.ts';
+import { ControlPlaneTestClient } from '../support/controlPlaneTestClient.ts';
 import { startListenerEditProxy } from '../support/listenerEditProxy.ts';
 
 const API_KEY = 'registration-test-key';
 let emulator: RunningEmulator;
-let client: ControlPlaneClient;
+let client: ControlPlaneTestClient;
 let k8sListener: string;
 let otherListener: string;
 
 beforeAll(async () => {
   emulator = await startEmulator({ apiKey: API_KEY });
-  client = new ControlPlaneClient({
+  client = new ControlPlaneTestClient({
     baseUrl: emulator.url,
     apiKey: API_KEY,
     logger: pino({ level: 'silent' }),

@@ -3,9 +3,15 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../src/kube/index.ts';
-import { type KubeObject, renderDeployment } from '../../src/render/index.ts';
+import { type KubeObject, type RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { adminKube } from '../support/adminKube.ts';
-import { goldenConfig, listener, maximalDeployment, minimalDeployment } from '../support/renderFixtures.ts';
+import {
+  goldenConfig,
+  listener,
+  maximalDeployment,
+  minimalDeployment,
+  scheduledConfig,
+} from '../support/renderFixtures.ts';
 import { validDeployment } from '../support/specArbitraries.ts';
 
 let kube: KubeClient;
@@ -19,10 +25,10 @@ beforeAll(async () => {
 });
 afterAll(() => kube.close());
 
-function rendered(deployment: Deployment): KubeObject[] {
+function rendered(deployment: Deployment, config: RenderConfig = goldenConfig): KubeObject[] {
   const result = renderDeployment(
     { deployment, revision: undefined, listener, allowedNamespaces: undefined },
-    goldenConfig,
+    config,
   );
   if (!result.ok) throw result.error;
   return result.value.objects;
@@ -46,6 +52,19 @@ describe('rendered objects against the real API server', () => {
   ])('accepts every object of the %s golden render', async (_name, deployment, count) => {
     const objects = rendered(deployment);
     expect(await acceptedByServer(objects)).toHaveLength(count);
+  });
+
+  it('accepts every object of the maximal render placed by the platform (render.scheduling), apps and stores', async () => {
+    const objects = rendered(maximalDeployment, scheduledConfig);
+    const podSpecs = objects.flatMap((object) => {
+      const body = object as { spec?: { template?: { spec?: object } }; template?: { spec?: object } };
+      const spec = body.spec?.template?.spec ?? body.template?.spec;
+      return spec ? [spec] : [];
+    });
+    // Every pod spec carries the platform's placement: the server takes each field as rendered.
+    expect(podSpecs).toHaveLength(6);
+    for (const spec of podSpecs) expect(spec).toHaveProperty('priorityClassName');
+    expect(await acceptedByServer(objects)).toHaveLength(19);
   });
 
   it('accepts the objects of random valid deployments', async () => {

@@ -1,7 +1,6 @@
 // Runs the real agent in-process against the emulator and the test cluster.
 import pino, { type Logger } from 'pino';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import type {
   Deployment,
   DeploymentCreate,
@@ -14,6 +13,7 @@ import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig, type RenderConfigInput } from '../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';
 import { type AdminKube, adminKube, createNamespace, eventually, uniqueNamespace } from './adminKube.ts';
+import { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
 
 /** Fast loops for tests: everything the defaults do, in seconds instead of minutes. */
 export const FAST_RECONCILE = {
@@ -31,7 +31,7 @@ export interface World {
   readonly kube: AdminKube;
   readonly kubeconfigPath: string;
   readonly emulator: RunningEmulator;
-  readonly client: ControlPlaneClient;
+  readonly client: ControlPlaneTestClient;
   readonly listenerId: string;
   readonly namespaces: readonly string[];
   /** The emulator's API key, when it requires one (the agent is given it). */
@@ -54,7 +54,7 @@ export async function startWorld(
   const namespaces = Array.from({ length: options.namespaces ?? 2 }, () => uniqueNamespace('rec'));
   for (const namespace of namespaces) await createNamespace(kube, namespace, options.namespaceAnnotations);
   const emulator = await startEmulator({ apiKey: options.apiKey });
-  const client = new ControlPlaneClient({
+  const client = new ControlPlaneTestClient({
     baseUrl: emulator.url,
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
     logger: pino({ level: 'silent' }),

@@ -1,7 +1,7 @@
 // Starts the real emulator (seeded) and a client pointed at it, for tests.
 import pino, { type Logger } from 'pino';
-import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
+import { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
 
 export const SEED_PATH = new URL('../../src/emulator/fixtures/seed.json', import.meta.url).pathname;
 export const SEED_LISTENER_ID = '7c0e2a4e-4d7b-4c37-9a53-0f1f6a3e8b11';
@@ -13,7 +13,7 @@ export const SEED_DEPLOYMENTS = {
 
 export interface Harness {
   readonly emulator: RunningEmulator;
-  readonly client: ControlPlaneClient;
+  readonly client: ControlPlaneTestClient;
   close(): Promise<void>;
 }
 
@@ -26,7 +26,7 @@ export async function startHarness(
     seedPath: options.seed === false ? undefined : SEED_PATH,
     logger,
   });
-  const client = new ControlPlaneClient({
+  const client = new ControlPlaneTestClient({
     baseUrl: emulator.url,
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
     logger,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ControlPlaneClient } from '../../../src/controlplane/client.ts';
 import { ControlPlaneError } from '../../../src/controlplane/errors.ts';
 import type { DeploymentCreate } from '../../../src/controlplane/schemas/index.ts';
+import type { ControlPlaneTestClient } from '../../support/controlPlaneTestClient.ts';
 import {
   type Harness,
   SEED_DEPLOYMENTS,
@@ -10,7 +10,7 @@ import {
 } from '../../support/emulatorHarness.ts';
 
 let harness: Harness;
-let client: ControlPlaneClient;
+let client: ControlPlaneTestClient;
 beforeAll(async () => {
   harness = await startHarness();
   client = harness.client;
@@ -237,7 +237,7 @@ describe('client against the emulator: lists', () => {
   });
 
   it('applies every deployment filter', async () => {
-    const ids = async (filter: Parameters<ControlPlaneClient['listAllDeployments']>[0]) =>
+    const ids = async (filter: Parameters<ControlPlaneTestClient['listAllDeployments']>[0]) =>
       (await client.listAllDeployments(filter)).items.map((d) => d.id);
     const seeded = Object.values(SEED_DEPLOYMENTS);
     expect(await ids({ deployment_ids: [SEED_DEPLOYMENTS.chatApi, SEED_DEPLOYMENTS.helloWeb] })).toEqual([

@@ -2,8 +2,8 @@ import { createServer } from 'node:net';
 import pino from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ControlPlaneClient } from '../../../src/controlplane/client.ts';
 import { type RunningEmulator, startEmulator } from '../../../src/emulator/server.ts';
+import { ControlPlaneTestClient } from '../../support/controlPlaneTestClient.ts';
 import { SEED_DEPLOYMENTS, SEED_LISTENER_ID, SEED_PATH } from '../../support/emulatorHarness.ts';
 
 const logger = pino({ level: 'silent' });
@@ -14,7 +14,7 @@ beforeAll(async () => {
 afterAll(() => emulator.close());
 
 function client(baseUrl: string, registry: Registry) {
-  return new ControlPlaneClient({
+  return new ControlPlaneTestClient({
     baseUrl,
     logger,
     registry,

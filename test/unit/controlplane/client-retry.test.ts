@@ -4,9 +4,10 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/cli/logger.ts';
-import { ControlPlaneClient, type ControlPlaneClientOptions } from '../../../src/controlplane/client.ts';
+import type { ControlPlaneClientOptions } from '../../../src/controlplane/client.ts';
 import { ControlPlaneError } from '../../../src/controlplane/errors.ts';
 import { parseRetryAfter, retryDelayMs } from '../../../src/controlplane/retryPolicy.ts';
+import { ControlPlaneTestClient } from '../../support/controlPlaneTestClient.ts';
 
 const API_KEY = 'sk-live-never-print-me-4242';
 const listenerJson = {
@@ -34,7 +35,7 @@ const deploymentJson = (n: number) => ({
 type Behaviour = (req: IncomingMessage, res: ServerResponse, attempt: number) => void;
 
 let server: Server | undefined;
-let client: ControlPlaneClient | undefined;
+let client: ControlPlaneTestClient | undefined;
 afterEach(async () => {
   await client?.close();
   server?.closeAllConnections();
@@ -53,7 +54,7 @@ async function misbehaving(behaviour: Behaviour, options: Partial<ControlPlaneCl
   });
   await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  client = new ControlPlaneClient({
+  client = new ControlPlaneTestClient({
     baseUrl: `http://127.0.0.1:${port}`,
     apiKey: API_KEY,
     logger: pino({ level: 'silent' }),

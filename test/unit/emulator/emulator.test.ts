@@ -232,6 +232,60 @@ describe('emulator', () => {
     expect(bound).toMatchObject({ status: 422, body: { error: { field: 'source' } } });
   });
 
+  it('takes external stores by the names LangGraph users know as any secrets, and a switch to them as a new revision', async () => {
+    await seeded();
+    // The interface gives secrets and secret references no reserved names: these are the user's.
+    const own = await call(
+      '/v2/deployments',
+      json('POST', {
+        name: 'own-stores',
+        source: 'external_docker',
+        source_config: {
+          listener_id: SEED_LISTENER_ID,
+          listener_config: { k8s_namespace: 'apps' },
+          resource_spec: { db_storage_gi: 1 },
+        },
+        source_revision_config: { image_uri: 'registry.example.test/a@sha256:1111' },
+        secrets: [{ name: 'POSTGRES_URI_CUSTOM', value: 'postgresql://u:p@db.example.test/a' }],
+        secret_references: [{ name: 'REDIS_URI_CUSTOM', secret_name: 'shared-redis', secret_key: 'uri' }],
+      }),
+    );
+    expect(own.status).toBe(201);
+    const listed = await call(`/v2/deployments?name=own-stores`);
+    const [stored] = (listed.body.resources as unknown[]).map((d) => Deployment.parse(d));
+    expect(stored?.secrets.map((s) => s.name)).toEqual(['POSTGRES_URI_CUSTOM']);
+    expect(stored?.secret_references).toEqual([
+      { name: 'REDIS_URI_CUSTOM', secret_name: 'shared-redis', secret_key: 'uri' },
+    ]);
+
+    // A deployment that ran an in-cluster database switches to its own with its next revision.
+    const inCluster = await call(
+      '/v2/deployments',
+      json('POST', {
+        name: 'switching',
+        source: 'external_docker',
+        source_config: {
+          listener_id: SEED_LISTENER_ID,
+          listener_config: { k8s_namespace: 'apps' },
+          resource_spec: { db_storage_gi: 1 },
+        },
+        source_revision_config: { image_uri: 'registry.example.test/a@sha256:1111' },
+        secrets: [],
+      }),
+    );
+    const id = String(inCluster.body.id);
+    const switched = await call(
+      `/v2/deployments/${id}`,
+      json('PATCH', {
+        source_revision_config: { image_uri: 'registry.example.test/a@sha256:2222' },
+        secrets: [{ name: 'POSTGRES_URI_CUSTOM', value: 'postgresql://u:p@db.example.test/a' }],
+      }),
+    );
+    expect(switched.status).toBe(200);
+    expect(switched.body.latest_revision_id).not.toBe(inCluster.body.latest_revision_id);
+    expect(Deployment.parse(switched.body).secrets.map((s) => s.name)).toEqual(['POSTGRES_URI_CUSTOM']);
+  });
+
   it('PATCH revision_source, as `langgraph deploy --push-to` sends it: a new revision of that source, the deployment’s own kept', async () => {
     await seeded();
     const { id, revisionId: first } = await pushedDeployment();
