@@ -20,7 +20,9 @@ import {
 import { canonicalHash } from './canonicalHash.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
+import { queueScalerObjects } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
+import { httpRouteSpec, routeKindOf } from './routes.ts';
 import { placementFields, resolvePlacement } from './scheduling.ts';
 
 type Json = Record<string, unknown>;
@@ -111,7 +113,27 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
         template,
       }),
     );
-    if (autoscaled) {
+    // Queue workers on KEDA scale on the runs that need them, and KEDA makes the HPA itself.
+    const onRuns = workload.role === 'queue' ? plan.queueScaler : undefined;
+    if (autoscaled && onRuns) {
+      objects.push(
+        ...queueScalerObjects(
+          onRuns,
+          {
+            namespace: plan.namespace,
+            workloadName: name,
+            minReplicas: workload.scale.min,
+            maxReplicas: workload.scale.max,
+            databaseService: names.database,
+            databaseCredentials: names.databaseCredentials,
+            deploymentSecrets: names.secrets,
+            make: (apiVersion, kind, objectName, body) =>
+              object(plan, apiVersion, kind, objectName, workload.role, body),
+          },
+          config,
+        ),
+      );
+    } else if (autoscaled) {
       objects.push(
         object(plan, 'autoscaling/v2', 'HorizontalPodAutoscaler', name, workload.role, {
           scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name },
@@ -164,6 +186,18 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
     Object.assign(ingress.metadata.annotations, config.ingress.annotations);
     objects.push(ingress);
   }
+  if (plan.host && routeKindOf(config) === 'HTTPRoute') {
+    const route = object(
+      plan,
+      'gateway.networking.k8s.io/v1',
+      'HTTPRoute',
+      plan.base,
+      'main',
+      httpRouteSpec(plan.host, plan.pathPrefix, { name: plan.base, port: config.app.servicePort }, config),
+    );
+    Object.assign(route.metadata.annotations, config.gateway.annotations);
+    objects.push(route);
+  }
 
   if (config.networkPolicy.enabled) objects.push(...networkPolicies(plan, config));
 
@@ -208,10 +242,25 @@ function networkPolicies(plan: RenderPlan, config: RenderConfig): KubeObject[] {
     ],
   });
   if (!plan.database && !plan.kvstore) return [app];
+  // KEDA's operator counts the runs of a queue scaled on them: the database's port, and no more.
+  const keda =
+    plan.database && plan.queueScaler?.connection.kind === 'generated'
+      ? config.autoscaling.keda.operatorNamespace
+      : undefined;
   const data = object(plan, 'networking.k8s.io/v1', 'NetworkPolicy', `${plan.base}-data`, 'network', {
     podSelector: pods('In'),
     policyTypes: ['Ingress'],
-    ingress: [{ from: [own] }],
+    ingress: [
+      { from: [own] },
+      ...(keda
+        ? [
+            {
+              from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': keda } } }],
+              ports: [{ protocol: 'TCP', port: config.database.port }],
+            },
+          ]
+        : []),
+    ],
   });
   return [app, data];
 }
@@ -386,6 +435,9 @@ function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: Ob
   // With queue workers the API server takes no runs; the deployment's own value is theirs.
   const jobsEnv = role === 'main' && hasQueue(plan) ? config.queue.jobsPerWorkerEnv : null;
   set(jobsEnv, '0');
+  // Queue workers scaled on runs take as many at once as KEDA's target counts for each.
+  if (role === 'queue' && plan.queueScaler?.setsJobsEnv)
+    set(config.queue.jobsPerWorkerEnv, String(plan.queueScaler.jobsPerWorker));
   for (const secret of plan.secrets) {
     if (secret.name === jobsEnv) continue;
     env.push({ name: secret.name, valueFrom: { secretKeyRef: { name: names.secrets, key: secret.name } } });

@@ -26,7 +26,9 @@ import {
 } from './names.ts';
 import { objectNames } from './objects.ts';
 import { cpuMillis } from './quantities.ts';
+import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
+import { routeKindOf, routePathPrefix } from './routes.ts';
 import { secretRefusal } from './secretPolicy.ts';
 
 export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
@@ -70,6 +72,10 @@ export interface RenderPlan {
   readonly secretReferences: readonly SecretReference[];
   readonly spec: ResourceSpec;
   readonly host: string | undefined;
+  /** The path an HTTPRoute of `host` matches as a prefix (`/`: every path). */
+  readonly pathPrefix: string;
+  /** The KEDA ScaledObject of the queue workers (render.autoscaling.queue: keda), if any. */
+  readonly queueScaler: QueueScalerPlan | undefined;
   /** What an operator should know that is not an error (e.g. a database brought by the user). */
   readonly notes: readonly string[];
   /** What the deployment's owner should know: carried by its status message (notes too). */
@@ -260,8 +266,26 @@ export function planDeployment(
   checkPodMetadata(spec, config, problems);
   checkVolumesAndContainers(spec, config, problems);
   const host = resolveHost(deployment.source_config.custom_url, config, problems);
-  if (host && !config.ingress.className)
-    notes.push('custom_url is not exposed: the agent has no ingress class configured');
+  const routeKind = routeKindOf(config);
+  let pathPrefix = '/';
+  if (host && routeKind === 'HTTPRoute') {
+    const prefix = routePathPrefix(deployment.source_config.custom_url ?? '');
+    if ('problem' in prefix) problems.add('source_config.custom_url', prefix.problem);
+    else pathPrefix = prefix.path;
+  }
+  if (host && !routeKind)
+    notes.push('custom_url is not exposed: the agent has neither an ingress class nor a Gateway configured');
+  const queueScaler = planQueueScaler(
+    {
+      queueScale: workloads.find((workload) => workload.role === 'queue')?.scale,
+      database: database !== undefined,
+      secrets,
+      secretReferences,
+    },
+    config,
+    problems.list,
+    notes,
+  );
 
   if (problems.list.length > 0 || base === undefined || namespace === undefined || !image) {
     return { problems: problems.list };
@@ -287,7 +311,9 @@ export function planDeployment(
       secrets,
       secretReferences,
       spec,
-      host: config.ingress.className ? host : undefined,
+      host: routeKind ? host : undefined,
+      pathPrefix,
+      queueScaler,
       notes: [...notes, ...statusNotes],
       statusNotes,
     },
@@ -678,9 +704,10 @@ function resolveHost(
     problems.add('source_config.custom_url', 'is not a valid host name or URL');
     return undefined;
   }
-  // On a shared ingress controller a host is a claim on traffic: only under the platform's domains.
+  // On a shared ingress controller or Gateway a host is a claim on traffic: only under the
+  // platform's domains, whichever kind of route it becomes.
   const suffixes = config.ingress.allowedHostSuffixes;
-  if (config.ingress.className && !suffixes.some((suffix) => hostUnder(host, suffix))) {
+  if (routeKindOf(config) && !suffixes.some((suffix) => hostUnder(host, suffix))) {
     problems.add(
       'source_config.custom_url',
       suffixes.length === 0

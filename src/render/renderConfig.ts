@@ -62,6 +62,12 @@ export const CLUSTER_BEHAVIOUR_KEYS = [
   'conjur.org/*',
   'azure.workload.identity/*',
 ];
+/**
+ * The runs that need a queue worker, in the LangGraph server's PostgreSQL: waiting, or being run
+ * (a worker busy with a run is not idle capacity).
+ */
+export const PENDING_RUNS_QUERY = "SELECT count(*) FROM run WHERE status IN ('pending', 'running')";
+
 /** The prefixes Kubernetes reserves for its own components, which platform policies select by. */
 const KUBERNETES_KEYS = ['kubernetes.io/*', '*.kubernetes.io/*', 'k8s.io/*', '*.k8s.io/*'];
 
@@ -150,6 +156,12 @@ export function tenantReachableSources(
       key: 'render.networkPolicy.ingressControllerNamespace',
       message: `${ingressControllerNamespace} is one of the agent's namespaces: every deployment's pods there would reach every other's application`,
     });
+  const { operatorNamespace } = config.autoscaling.keda;
+  if (config.autoscaling.queue === 'keda' && tenant.has(operatorNamespace))
+    found.push({
+      key: 'render.autoscaling.keda.operatorNamespace',
+      message: `${operatorNamespace} is one of the agent's namespaces: every deployment's pods there would reach every other's database`,
+    });
   for (const [i, peer] of allowFrom.entries()) {
     const named = namedNamespaces(peer).filter((namespace) => tenant.has(namespace));
     if (named.length > 0)
@@ -161,388 +173,493 @@ export function tenantReachableSources(
   return found;
 }
 
-export const RenderConfig = z.strictObject({
-  app: z
-    .strictObject({
-      containerName: z.string().default('app').describe('Name of the application container.'),
-      containerPort: z
-        .number()
-        .int()
-        .min(1)
-        .max(65535)
-        .default(8000)
-        .describe('Port the application listens on (`http`).'),
-      servicePort: z
-        .number()
-        .int()
-        .min(1)
-        .max(65535)
-        .default(80)
-        .describe("Port of the main workload's Service."),
-      roleEnv: z
-        .string()
-        .default('WORKLOAD_ROLE')
-        .describe(
-          'Environment variable that tells the one image which role it runs as: main, queue, orchestrator or executor.',
-        ),
-      portEnv: EnvName.default('PORT').describe(
-        'Environment variable that carries `containerPort` to every application container: LangGraph servers and their queue workers listen on `$PORT`. A secret or secret reference of that name is refused. Null: not set.',
-      ),
-      readinessProbe: FreeForm.nullable()
-        .default(OK_READINESS)
-        .describe(
-          'Readiness probe of the main container (a Kubernetes `Probe`): the LangGraph server answers `GET /ok`. Null for none.',
-        ),
-      livenessProbe: FreeForm.nullable()
-        .default(OK_LIVENESS)
-        .describe(
-          'Liveness probe of the main container, lenient enough for a first start that runs database migrations. Null for none.',
-        ),
-      deploymentIdEnv: EnvName.default('LANGSMITH_HOST_PROJECT_ID').describe(
-        "Environment variable of every application container with the deployment's id. A deployment that sets it (a secret, a secret reference, a sidecar's or init container's variable) is refused, as the platform reserves it. Null: not set.",
-      ),
-      revisionIdEnv: EnvName.default('LANGSMITH_HOST_REVISION_ID').describe(
-        'Environment variable of every application container with the id of the revision it runs; reserved likewise. Null: not set.',
-      ),
-      deploymentTypeEnv: EnvName.default('LSD_DEPLOYMENT_TYPE').describe(
-        'Environment variable of every application container with the `deployment_type` as rendered: `dev_free`, `dev` or `prod` (`dev_zero` runs as `dev`), the values the LangGraph server reads; reserved likewise. Null: not set.',
-      ),
-      preStopSleepSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .default(5)
-        .describe(
-          'Seconds the main container keeps serving after its pod is told to stop (a `preStop` sleep), before SIGTERM: while the Service drops it from its endpoints, so that no request of a rollout is routed to a server that has stopped accepting. Part of `terminationGracePeriodSeconds`; 0: none.',
-        ),
-      terminationGracePeriodSeconds: z
-        .number()
-        .int()
-        .min(0)
-        .default(30)
-        .describe('Of every application pod.'),
-    })
-    .refine(
-      (app) => app.preStopSleepSeconds < app.terminationGracePeriodSeconds || app.preStopSleepSeconds === 0,
-      {
-        message: 'must be less than terminationGracePeriodSeconds, which it is part of',
-        path: ['preStopSleepSeconds'],
-      },
-    )
-    .prefault({})
-    .describe(
-      "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused.",
-    ),
-  queue: z
-    .strictObject({
-      command: z
-        .array(z.string().min(1))
-        .min(1)
-        .nullable()
-        .default(['/storage/queue_entrypoint.sh'])
-        .describe(
-          "Command of the queue workers: the LangGraph server image's queue entrypoint (images older than the script: `[python, -m, langgraph_api.queue_entrypoint]`). Null: the image's own entrypoint.",
-        ),
-      readinessProbe: FreeForm.nullable()
-        .default(OK_READINESS)
-        .describe(
-          'Readiness probe of the queue workers: the queue entrypoint serves `GET /ok` on `$PORT` (no Service sends them traffic). Null for none.',
-        ),
-      livenessProbe: FreeForm.nullable()
-        .default(OK_LIVENESS)
-        .describe('Liveness probe of the queue workers. Null for none.'),
-      jobsPerWorkerEnv: EnvName.default('N_JOBS_PER_WORKER').describe(
-        "Set to `0` on the main workload when there are queue workers, so that the API server leaves runs to them. A deployment's own value of it reaches the queue workers only. Null: not set.",
-      ),
-    })
-    .prefault({})
-    .describe('The queue workers, rendered for `queue_*` fields.'),
-  defaults: z
-    .strictObject({
-      dev_free: Resources.default({ cpu: 0.1, memoryMb: 256 }).describe('For `deployment_type` `dev_free`.'),
-      dev: Resources.default({ cpu: 0.25, memoryMb: 512 }).describe('For `dev` (and `dev_zero`).'),
-      prod: Resources.default({ cpu: 0.5, memoryMb: 1024 }).describe('For `prod`.'),
-    })
-    .prefault({})
-    .describe('Requests of a workload whose deployment gives none, by `deployment_type`.'),
-  limits: z
-    .strictObject({
-      memoryWhenOnlyRequest: z
-        .enum(['request', 'none'])
-        .default('request')
-        .describe(
-          'Memory limit of a container given only a memory request (or none, and so the default request): the request (memory is not compressible; a higher limit invites OOM kills under pressure). Applied to every container kind: main, queue, orchestrator, executor, sidecars, native sidecars and init containers, database, key-value store. `none` leaves such a container without a memory limit: only for namespaces whose LimitRange gives one.',
-        ),
-      cpuWhenOnlyRequest: z
-        .enum(['request', 'none'])
-        .default('none')
-        .describe(
-          'Cpu limit of a container given only a cpu request, every kind alike: none (cpu limits throttle; requests already reserve the share).',
-        ),
-      ephemeralStorageMb: z
-        .number()
-        .positive()
-        .default(1024)
-        .describe(
-          "MiB of ephemeral storage (the container's writable layer, its logs, and the disk-backed `emptyDir` volumes its pod shares) every container may use, of every kind, unless the deployment gives a sidecar or init container its own `ephemeral-storage` limit (or only a request, which is then the limit too): past it, the kubelet evicts the pod rather than let one deployment fill the node's disk.",
-        ),
-      ephemeralStorageRequestMb: z
-        .number()
-        .positive()
-        .default(64)
-        .describe(
-          'MiB of ephemeral storage every container requests unless the deployment gives a sidecar or init container its own: what the scheduler reserves on the node (a container given only a limit requests its limit, as Kubernetes defaults it). At most `ephemeralStorageMb`.',
-        ),
-    })
-    .refine((limits) => limits.ephemeralStorageRequestMb <= limits.ephemeralStorageMb, {
-      message: 'must not be above ephemeralStorageMb, the limit it is requested under',
-      path: ['ephemeralStorageRequestMb'],
-    })
-    .prefault({})
-    .describe(
-      'Limits of every container the agent renders, of every kind: a container never runs without a memory and an ephemeral-storage limit unless this says so.',
-    ),
-  extraContainers: z
-    .strictObject({
-      cpu: z.number().positive().default(0.05).describe('cores'),
-      memoryMb: z.number().positive().default(64).describe('MiB; the memory limit follows `limits`.'),
-    })
-    .prefault({})
-    .describe(
-      'Requests of a sidecar or init container that gives none (or only some), key by key: a namespace with a cpu/memory ResourceQuota rejects a pod any of whose containers has no request.',
-    ),
-  autoscaling: z
-    .strictObject({
-      targetCpuUtilization: z
-        .number()
-        .int()
-        .min(1)
-        .max(100)
-        .default(70)
-        .describe('Percent of the cpu request the HorizontalPodAutoscaler aims at.'),
-    })
-    .prefault({})
-    .describe('HorizontalPodAutoscalers, rendered when `max_scale` > `min_scale`.'),
-  prod: z
-    .strictObject({
-      podDisruptionBudget: z
-        .boolean()
-        .default(true)
-        .describe('A PodDisruptionBudget for each `prod` workload.'),
-      topologySpread: z
-        .boolean()
-        .default(true)
-        .describe(
-          "Spread `prod` pods over nodes and zones, unless `render.scheduling` sets the application workloads' own `topologySpreadConstraints`.",
-        ),
-    })
-    .prefault({})
-    .describe('What `deployment_type` `prod` adds.'),
-  scheduling: SchedulingConfig,
-  database: z
-    .strictObject({
-      image: z.string().default('postgres:17-alpine').describe('PostgreSQL image.'),
-      port: z.number().int().default(5432).describe('Its port.'),
-      user: z.string().default('app').describe('Database user.'),
-      database: z.string().default('app').describe('Database name.'),
-      uriEnvs: z
-        .array(z.string().min(1))
-        .min(1)
-        .refine((names) => new Set(names).size === names.length, 'the names must differ')
-        .default(['DATABASE_URI', 'POSTGRES_URI'])
-        .describe(
-          'Environment variables of the application with the connection string, each the same: LangGraph servers read either name.',
-        ),
-      passwordEnv: z
-        .string()
-        .default('DATABASE_PASSWORD')
-        .describe('Environment variable of the application with the generated password (a `secretKeyRef`).'),
-      bringYourOwnNames: z
-        .array(z.string())
-        .default(['DATABASE_URI', 'POSTGRES_URI', 'POSTGRES_URI_CUSTOM'])
-        .describe(
-          "A deployment whose secrets or secret references carry one of these names brings its own database: none is rendered, and each of `uriEnvs` it does not set itself is set from the first of these it carries (`POSTGRES_URI_CUSTOM`, LangGraph's name for an external database, reaches the server as `DATABASE_URI` and `POSTGRES_URI`). A deployment that drops its in-cluster database this way loses its StatefulSet and credentials Secret; the volume's claim stays (the StatefulSet retains it), and goes with the deployment only when `reconcile.prune.keepDatabaseVolumes` is false.",
-        ),
-      provision: z
-        .enum(['whenAsked', 'always'])
-        .default('whenAsked')
-        .describe(
-          "`whenAsked`: a database for a deployment that sets a `db_*` field. `always`: for every deployment that does not bring its own, with the defaults below — what a LangGraph server needs to start, and what clients that send an empty resource spec (the LangGraph CLI) expect of the listener's defaults.",
-        ),
-      storageClassName: z
-        .string()
-        .optional()
-        .describe('Storage class of the database volume; unset: the cluster default.'),
-      defaults: z
-        .strictObject({
-          cpu: z.number().positive().default(0.25).describe('cores, when `db_cpu` is not given'),
-          memoryMb: z.number().positive().default(512).describe('MiB, when `db_memory_mb` is not given'),
-          storageGi: z.number().positive().default(1).describe('GiB, when `db_storage_gi` is not given'),
-        })
-        .prefault({})
-        .describe('Resources of a database whose deployment gives none.'),
-      runAsUser: z.number().int().default(70).describe("The alpine postgres image's postgres user."),
-    })
-    .prefault({})
-    .describe('The PostgreSQL StatefulSet rendered for `db_*` fields.'),
-  kvstore: z
-    .strictObject({
-      image: z.string().default('redis:7-alpine').describe('Redis image.'),
-      port: z.number().int().default(6379).describe('Its port.'),
-      uriEnv: z
-        .string()
-        .default('REDIS_URI')
-        .describe('Environment variable of the application with the connection string.'),
-      passwordEnv: z
-        .string()
-        .default('REDIS_PASSWORD')
-        .describe('Environment variable of the application with the generated password (a `secretKeyRef`).'),
-      bringYourOwnNames: z
-        .array(z.string())
-        .default(['REDIS_URI', 'REDIS_URI_CUSTOM'])
-        .describe(
-          "A deployment whose secrets or secret references carry one of these names brings its own store: none is rendered, and `uriEnv`, unless it sets it itself, is set from the first of these it carries (`REDIS_URI_CUSTOM`, LangGraph's name for an external Redis, reaches the server as `REDIS_URI`).",
-        ),
-      provision: z
-        .enum(['whenAsked', 'always'])
-        .default('whenAsked')
-        .describe(
-          '`whenAsked`: a store for a deployment that sets a `kvstore_*` field. `always`: for every deployment that does not bring its own (LangGraph servers need one).',
-        ),
-      kind: z
-        .enum(['StatefulSet', 'Deployment'])
-        .default('StatefulSet')
-        .describe('Workload kind of the store.'),
-      defaults: z
-        .strictObject({
-          cpu: z.number().positive().default(0.1).describe('cores, when `kvstore_cpu` is not given'),
-          memoryMb: z.number().positive().default(128).describe('MiB, when `kvstore_memory_mb` is not given'),
-        })
-        .prefault({})
-        .describe('Resources of a store whose deployment gives none.'),
-      runAsUser: z.number().int().default(999).describe("The redis image's user."),
-    })
-    .prefault({})
-    .describe('The key-value store (Redis) rendered for `kvstore_*` fields.'),
-  hardening: z
-    .strictObject({
-      runAsNonRoot: z.boolean().default(true).describe('Every container runs as a non-root user.'),
-      allowPrivilegeEscalation: z.boolean().default(false).describe('Set on every container.'),
-      dropAllCapabilities: z.boolean().default(true).describe('Every container drops all capabilities.'),
-      seccompRuntimeDefault: z
-        .boolean()
-        .default(true)
-        .describe("The pod's seccomp profile is `RuntimeDefault`."),
-      readOnlyRootFilesystem: z
-        .boolean()
-        .default(false)
-        .describe("Every container's root filesystem is read-only."),
-      automountServiceAccountToken: z
-        .boolean()
-        .default(false)
-        .describe(
-          'Mount a service-account token; the token is mounted only when a deployment names its service account.',
-        ),
-    })
-    .prefault({})
-    .describe('Security settings of every rendered pod and container.'),
-  policy: z
-    .strictObject({
-      serviceAccounts: z
-        .array(z.string().min(1))
-        .default([])
-        .describe(
-          "ServiceAccounts a deployment may name in `service_account_name` (names, or patterns where `*` is any run of characters). Empty: none. The agent's own namespace is never managed, so its ServiceAccount can never be named.",
-        ),
-      secretReferences: z
-        .array(z.string().min(1))
-        .default(['*'])
-        .describe(
-          "Secrets a deployment's pods may name (names or `*` patterns), by every route a pod names one: `secret_references`, a sidecar's or init container's `env` (`secretKeyRef`) and `envFrom`, `secret` volumes and projected `secret` sources, a CSI volume's `nodePublishSecretRef`, `image_pull_secrets`. The Secrets the agent generates for the deployment itself are always its own; the Ingress TLS Secret (`render.ingress.tlsSecretName`) and the agent's digest-key Secret never, whatever this says; nor a Secret the agent manages for another deployment.",
-        ),
-      serviceAccountTokens: z
-        .boolean()
-        .default(false)
-        .describe(
-          'Mount the token of a named ServiceAccount, and allow projected serviceAccountToken volumes. Off: no deployment gets a token.',
-        ),
-      podAnnotations: podMetadataPolicy(
-        'annotation',
-        CLUSTER_BEHAVIOUR_KEYS,
-        'Annotation keys refused even when `allow` takes them. The default: the keys by which the cluster itself treats a pod otherwise — network attachments (Multus, Calico, OVN, Cilium: interfaces and addresses no NetworkPolicy covers), service-mesh injection and traffic capture (Istio, Linkerd, Consul, Kuma, Open Service Mesh, App Mesh: out of the mesh, its mTLS and its policies), secret and identity injection (Vault, Bank-Vaults, Secrets Store CSI, any `agent-inject`, Akeyless, Doppler, Infisical, 1Password, Conjur, Azure workload identity). Setting it replaces the whole list.',
-      ),
-      podLabels: podMetadataPolicy(
-        'label',
-        [...CLUSTER_BEHAVIOUR_KEYS, ...KUBERNETES_KEYS],
-        "Label keys refused even when `allow` takes them. The default: those of `podAnnotations.deny` (meshes and injectors read labels too), and the prefixes Kubernetes reserves for its own components (`kubernetes.io/`, `k8s.io/` and their subdomains), by which platform policies select pods. The agent's own labels are refused whatever this says. Setting it replaces the whole list.",
-      ),
-      csiDrivers: z
-        .array(z.string().min(1))
-        .default([])
-        .describe(
-          "CSI drivers a deployment may name in an inline `csi` volume (names or `*` patterns). Empty: inline CSI volumes are refused — a driver mounts what its own configuration and credentials reach, which is the platform team's to vouch for.",
-        ),
-      podSecurity: z
-        .enum(['restricted', 'baseline'])
-        .default('restricted')
-        .describe(
-          'The Pod Security Standard every rendered pod must meet: a deployment asking for more (a security context, volume type, mount or annotation the level forbids) is refused, naming each field.',
-        ),
-    })
-    .prefault({})
-    .describe(
-      'What a deployment may ask for. Host namespaces, host ports and hostPath volumes cannot be expressed through the interface at all; a privileged container is refused at every level.',
-    ),
-  networkPolicy: z
-    .strictObject({
-      enabled: z
-        .boolean()
-        .default(true)
-        .describe(
-          'Render a NetworkPolicy per deployment. Off for clusters whose network plugin does not enforce them (the policies would promise what nothing keeps).',
-        ),
-      ingressControllerNamespace: z
-        .string()
-        .optional()
-        .describe(
-          "The ingress controller's namespace: its pods may reach the application workloads. Never one of the agent's `namespaces`, where every deployment's pods would then reach every other's.",
-        ),
-      allowFrom: z
-        .array(FreeForm)
-        .superRefine((peers, ctx) => {
-          for (const [i, peer] of peers.entries()) {
-            const problem = peerProblem(peer);
-            if (problem)
-              ctx.addIssue({ code: 'custom', message: problem.message, path: [i, ...problem.path] });
-          }
-        })
-        .default([])
-        .describe(
-          "More sources the application workloads accept connections from: NetworkPolicyPeer objects (e.g. a monitoring namespace). Each peer names the namespaces it admits (a `namespaceSelector` with `matchLabels` or an `In`/`Exists` expression), or is an `ipBlock`: a pod selector alone would select pods of the deployment's own namespace, where every deployment sets its pods' labels, and an empty or negative namespace selector takes the listener's namespaces too; a peer naming one of the agent's `namespaces` by `kubernetes.io/metadata.name` is refused likewise. The database and key-value store accept only the deployment's own pods, whatever this says.",
-        ),
-    })
-    .prefault({})
-    .describe("Each deployment's network fenced: its data stores reachable only from its own pods."),
-  ingress: z
-    .strictObject({
-      className: z
-        .string()
-        .optional()
-        .describe('`custom_url` becomes an Ingress only when a class is configured.'),
-      annotations: z
-        .record(z.string(), z.string())
-        .default({})
-        .describe('Annotations of every rendered Ingress.'),
-      tlsSecretName: z.string().optional().describe('TLS Secret of every rendered Ingress.'),
-      allowedHostSuffixes: z
-        .array(z.string().min(1))
-        .default([])
-        .describe(
-          "Domains a deployment's `custom_url` may be under (`example.com` takes it and its subdomains, `.example.com` subdomains only); with an ingress class set, any other host is refused. Empty: none.",
-        ),
-    })
-    .prefault({})
-    .describe('Ingresses for `custom_url`.'),
+/** A Gateway API `ParentReference`: the Gateway (or one of its listeners) a route attaches to. */
+const GatewayParentRef = z.strictObject({
+  group: z.string().min(1).optional(),
+  kind: z.string().min(1).optional(),
+  namespace: z.string().min(1).optional(),
+  name: z.string().min(1),
+  sectionName: z.string().min(1).optional(),
+  port: z.number().int().min(1).max(65535).optional(),
 });
+
+export const RenderConfig = z
+  .strictObject({
+    app: z
+      .strictObject({
+        containerName: z.string().default('app').describe('Name of the application container.'),
+        containerPort: z
+          .number()
+          .int()
+          .min(1)
+          .max(65535)
+          .default(8000)
+          .describe('Port the application listens on (`http`).'),
+        servicePort: z
+          .number()
+          .int()
+          .min(1)
+          .max(65535)
+          .default(80)
+          .describe("Port of the main workload's Service."),
+        roleEnv: z
+          .string()
+          .default('WORKLOAD_ROLE')
+          .describe(
+            'Environment variable that tells the one image which role it runs as: main, queue, orchestrator or executor.',
+          ),
+        portEnv: EnvName.default('PORT').describe(
+          'Environment variable that carries `containerPort` to every application container: LangGraph servers and their queue workers listen on `$PORT`. A secret or secret reference of that name is refused. Null: not set.',
+        ),
+        readinessProbe: FreeForm.nullable()
+          .default(OK_READINESS)
+          .describe(
+            'Readiness probe of the main container (a Kubernetes `Probe`): the LangGraph server answers `GET /ok`. Null for none.',
+          ),
+        livenessProbe: FreeForm.nullable()
+          .default(OK_LIVENESS)
+          .describe(
+            'Liveness probe of the main container, lenient enough for a first start that runs database migrations. Null for none.',
+          ),
+        deploymentIdEnv: EnvName.default('LANGSMITH_HOST_PROJECT_ID').describe(
+          "Environment variable of every application container with the deployment's id. A deployment that sets it (a secret, a secret reference, a sidecar's or init container's variable) is refused, as the platform reserves it. Null: not set.",
+        ),
+        revisionIdEnv: EnvName.default('LANGSMITH_HOST_REVISION_ID').describe(
+          'Environment variable of every application container with the id of the revision it runs; reserved likewise. Null: not set.',
+        ),
+        deploymentTypeEnv: EnvName.default('LSD_DEPLOYMENT_TYPE').describe(
+          'Environment variable of every application container with the `deployment_type` as rendered: `dev_free`, `dev` or `prod` (`dev_zero` runs as `dev`), the values the LangGraph server reads; reserved likewise. Null: not set.',
+        ),
+        preStopSleepSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .default(5)
+          .describe(
+            'Seconds the main container keeps serving after its pod is told to stop (a `preStop` sleep), before SIGTERM: while the Service drops it from its endpoints, so that no request of a rollout is routed to a server that has stopped accepting. Part of `terminationGracePeriodSeconds`; 0: none.',
+          ),
+        terminationGracePeriodSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .default(30)
+          .describe('Of every application pod.'),
+      })
+      .refine(
+        (app) => app.preStopSleepSeconds < app.terminationGracePeriodSeconds || app.preStopSleepSeconds === 0,
+        {
+          message: 'must be less than terminationGracePeriodSeconds, which it is part of',
+          path: ['preStopSleepSeconds'],
+        },
+      )
+      .prefault({})
+      .describe(
+        "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused.",
+      ),
+    queue: z
+      .strictObject({
+        command: z
+          .array(z.string().min(1))
+          .min(1)
+          .nullable()
+          .default(['/storage/queue_entrypoint.sh'])
+          .describe(
+            "Command of the queue workers: the LangGraph server image's queue entrypoint (images older than the script: `[python, -m, langgraph_api.queue_entrypoint]`). Null: the image's own entrypoint.",
+          ),
+        readinessProbe: FreeForm.nullable()
+          .default(OK_READINESS)
+          .describe(
+            'Readiness probe of the queue workers: the queue entrypoint serves `GET /ok` on `$PORT` (no Service sends them traffic). Null for none.',
+          ),
+        livenessProbe: FreeForm.nullable()
+          .default(OK_LIVENESS)
+          .describe('Liveness probe of the queue workers. Null for none.'),
+        jobsPerWorkerEnv: EnvName.default('N_JOBS_PER_WORKER').describe(
+          "Set to `0` on the main workload when there are queue workers, so that the API server leaves runs to them. A deployment's own value of it reaches the queue workers only. Null: not set.",
+        ),
+      })
+      .prefault({})
+      .describe('The queue workers, rendered for `queue_*` fields.'),
+    defaults: z
+      .strictObject({
+        dev_free: Resources.default({ cpu: 0.1, memoryMb: 256 }).describe(
+          'For `deployment_type` `dev_free`.',
+        ),
+        dev: Resources.default({ cpu: 0.25, memoryMb: 512 }).describe('For `dev` (and `dev_zero`).'),
+        prod: Resources.default({ cpu: 0.5, memoryMb: 1024 }).describe('For `prod`.'),
+      })
+      .prefault({})
+      .describe('Requests of a workload whose deployment gives none, by `deployment_type`.'),
+    limits: z
+      .strictObject({
+        memoryWhenOnlyRequest: z
+          .enum(['request', 'none'])
+          .default('request')
+          .describe(
+            'Memory limit of a container given only a memory request (or none, and so the default request): the request (memory is not compressible; a higher limit invites OOM kills under pressure). Applied to every container kind: main, queue, orchestrator, executor, sidecars, native sidecars and init containers, database, key-value store. `none` leaves such a container without a memory limit: only for namespaces whose LimitRange gives one.',
+          ),
+        cpuWhenOnlyRequest: z
+          .enum(['request', 'none'])
+          .default('none')
+          .describe(
+            'Cpu limit of a container given only a cpu request, every kind alike: none (cpu limits throttle; requests already reserve the share).',
+          ),
+        ephemeralStorageMb: z
+          .number()
+          .positive()
+          .default(1024)
+          .describe(
+            "MiB of ephemeral storage (the container's writable layer, its logs, and the disk-backed `emptyDir` volumes its pod shares) every container may use, of every kind, unless the deployment gives a sidecar or init container its own `ephemeral-storage` limit (or only a request, which is then the limit too): past it, the kubelet evicts the pod rather than let one deployment fill the node's disk.",
+          ),
+        ephemeralStorageRequestMb: z
+          .number()
+          .positive()
+          .default(64)
+          .describe(
+            'MiB of ephemeral storage every container requests unless the deployment gives a sidecar or init container its own: what the scheduler reserves on the node (a container given only a limit requests its limit, as Kubernetes defaults it). At most `ephemeralStorageMb`.',
+          ),
+      })
+      .refine((limits) => limits.ephemeralStorageRequestMb <= limits.ephemeralStorageMb, {
+        message: 'must not be above ephemeralStorageMb, the limit it is requested under',
+        path: ['ephemeralStorageRequestMb'],
+      })
+      .prefault({})
+      .describe(
+        'Limits of every container the agent renders, of every kind: a container never runs without a memory and an ephemeral-storage limit unless this says so.',
+      ),
+    extraContainers: z
+      .strictObject({
+        cpu: z.number().positive().default(0.05).describe('cores'),
+        memoryMb: z.number().positive().default(64).describe('MiB; the memory limit follows `limits`.'),
+      })
+      .prefault({})
+      .describe(
+        'Requests of a sidecar or init container that gives none (or only some), key by key: a namespace with a cpu/memory ResourceQuota rejects a pod any of whose containers has no request.',
+      ),
+    autoscaling: z
+      .strictObject({
+        targetCpuUtilization: z
+          .number()
+          .int()
+          .min(1)
+          .max(100)
+          .default(70)
+          .describe('Percent of the cpu request the HorizontalPodAutoscaler aims at.'),
+        queue: z
+          .enum(['cpu', 'keda'])
+          .default('cpu')
+          .describe(
+            "How queue workers scale when `queue_max_scale` > `queue_min_scale`. `cpu`: a HorizontalPodAutoscaler on cpu, as the other workloads. `keda`: a KEDA ScaledObject on the runs in the deployment's PostgreSQL that need a worker, one worker per `keda.jobsPerWorker` of them, between `queue_min_scale` (0 allowed: KEDA scales to zero and back) and `queue_max_scale`; its TriggerAuthentication reads the connection from the Secret the pods read it from, never with a password in the object. Needs KEDA in the cluster. A deployment without a database KEDA could read keeps the cpu autoscaler.",
+          ),
+        keda: z
+          .strictObject({
+            pendingRunsQuery: z
+              .string()
+              .min(1)
+              .default(PENDING_RUNS_QUERY)
+              .describe(
+                "The PostgreSQL query whose single number KEDA divides by the jobs per worker: the runs that need a worker, waiting (`pending`) or being run (`running`), in the LangGraph server's `run` table. Counting only waiting runs would scale away workers busy with the runs they just took. Servers on the MIT runtime (`langgraph-runtime-pg`) keep runs in `runs`.",
+              ),
+            jobsPerWorker: z
+              .number()
+              .int()
+              .min(1)
+              .default(10)
+              .describe(
+                "Runs one queue worker takes at once: KEDA's `targetQueryValue`, and `render.queue.jobsPerWorkerEnv` of the queue workers unless the deployment sets its own (a whole number of at least 1 in its `secrets`, which is then the target). Never 0: KEDA cannot aim at no runs per worker.",
+              ),
+            pollingIntervalSeconds: z
+              .number()
+              .int()
+              .min(1)
+              .default(15)
+              .describe('Seconds between two counts of the runs.'),
+            cooldownPeriodSeconds: z
+              .number()
+              .int()
+              .min(0)
+              .default(300)
+              .describe('Seconds without runs before KEDA scales a `queue_min_scale` 0 queue to zero.'),
+            sslMode: z
+              .enum(['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'])
+              .default('disable')
+              .describe(
+                "`sslmode` of KEDA's connection to the database the agent renders, which serves no TLS. A database the deployment brings is reached by its own connection string.",
+              ),
+            operatorNamespace: z
+              .string()
+              .min(1)
+              .default('keda')
+              .describe(
+                "The namespace KEDA's operator runs in, which counts the runs: the deployment's database admits connections from it to its port, and from no other namespace (`render.networkPolicy`). Never one of the agent's `namespaces`.",
+              ),
+          })
+          .prefault({})
+          .describe('The KEDA ScaledObject of `queue: keda`.'),
+      })
+      .prefault({})
+      .describe(
+        'HorizontalPodAutoscalers, rendered when `max_scale` > `min_scale` (and KEDA ScaledObjects for queue workers, when `queue` says so).',
+      ),
+    prod: z
+      .strictObject({
+        podDisruptionBudget: z
+          .boolean()
+          .default(true)
+          .describe('A PodDisruptionBudget for each `prod` workload.'),
+        topologySpread: z
+          .boolean()
+          .default(true)
+          .describe(
+            "Spread `prod` pods over nodes and zones, unless `render.scheduling` sets the application workloads' own `topologySpreadConstraints`.",
+          ),
+      })
+      .prefault({})
+      .describe('What `deployment_type` `prod` adds.'),
+    scheduling: SchedulingConfig,
+    database: z
+      .strictObject({
+        image: z.string().default('postgres:17-alpine').describe('PostgreSQL image.'),
+        port: z.number().int().default(5432).describe('Its port.'),
+        user: z.string().default('app').describe('Database user.'),
+        database: z.string().default('app').describe('Database name.'),
+        uriEnvs: z
+          .array(z.string().min(1))
+          .min(1)
+          .refine((names) => new Set(names).size === names.length, 'the names must differ')
+          .default(['DATABASE_URI', 'POSTGRES_URI'])
+          .describe(
+            'Environment variables of the application with the connection string, each the same: LangGraph servers read either name.',
+          ),
+        passwordEnv: z
+          .string()
+          .default('DATABASE_PASSWORD')
+          .describe(
+            'Environment variable of the application with the generated password (a `secretKeyRef`).',
+          ),
+        bringYourOwnNames: z
+          .array(z.string())
+          .default(['DATABASE_URI', 'POSTGRES_URI', 'POSTGRES_URI_CUSTOM'])
+          .describe(
+            "A deployment whose secrets or secret references carry one of these names brings its own database: none is rendered, and each of `uriEnvs` it does not set itself is set from the first of these it carries (`POSTGRES_URI_CUSTOM`, LangGraph's name for an external database, reaches the server as `DATABASE_URI` and `POSTGRES_URI`). A deployment that drops its in-cluster database this way loses its StatefulSet and credentials Secret; the volume's claim stays (the StatefulSet retains it), and goes with the deployment only when `reconcile.prune.keepDatabaseVolumes` is false.",
+          ),
+        provision: z
+          .enum(['whenAsked', 'always'])
+          .default('whenAsked')
+          .describe(
+            "`whenAsked`: a database for a deployment that sets a `db_*` field. `always`: for every deployment that does not bring its own, with the defaults below — what a LangGraph server needs to start, and what clients that send an empty resource spec (the LangGraph CLI) expect of the listener's defaults.",
+          ),
+        storageClassName: z
+          .string()
+          .optional()
+          .describe('Storage class of the database volume; unset: the cluster default.'),
+        defaults: z
+          .strictObject({
+            cpu: z.number().positive().default(0.25).describe('cores, when `db_cpu` is not given'),
+            memoryMb: z.number().positive().default(512).describe('MiB, when `db_memory_mb` is not given'),
+            storageGi: z.number().positive().default(1).describe('GiB, when `db_storage_gi` is not given'),
+          })
+          .prefault({})
+          .describe('Resources of a database whose deployment gives none.'),
+        runAsUser: z.number().int().default(70).describe("The alpine postgres image's postgres user."),
+      })
+      .prefault({})
+      .describe('The PostgreSQL StatefulSet rendered for `db_*` fields.'),
+    kvstore: z
+      .strictObject({
+        image: z.string().default('redis:7-alpine').describe('Redis image.'),
+        port: z.number().int().default(6379).describe('Its port.'),
+        uriEnv: z
+          .string()
+          .default('REDIS_URI')
+          .describe('Environment variable of the application with the connection string.'),
+        passwordEnv: z
+          .string()
+          .default('REDIS_PASSWORD')
+          .describe(
+            'Environment variable of the application with the generated password (a `secretKeyRef`).',
+          ),
+        bringYourOwnNames: z
+          .array(z.string())
+          .default(['REDIS_URI', 'REDIS_URI_CUSTOM'])
+          .describe(
+            "A deployment whose secrets or secret references carry one of these names brings its own store: none is rendered, and `uriEnv`, unless it sets it itself, is set from the first of these it carries (`REDIS_URI_CUSTOM`, LangGraph's name for an external Redis, reaches the server as `REDIS_URI`).",
+          ),
+        provision: z
+          .enum(['whenAsked', 'always'])
+          .default('whenAsked')
+          .describe(
+            '`whenAsked`: a store for a deployment that sets a `kvstore_*` field. `always`: for every deployment that does not bring its own (LangGraph servers need one).',
+          ),
+        kind: z
+          .enum(['StatefulSet', 'Deployment'])
+          .default('StatefulSet')
+          .describe('Workload kind of the store.'),
+        defaults: z
+          .strictObject({
+            cpu: z.number().positive().default(0.1).describe('cores, when `kvstore_cpu` is not given'),
+            memoryMb: z
+              .number()
+              .positive()
+              .default(128)
+              .describe('MiB, when `kvstore_memory_mb` is not given'),
+          })
+          .prefault({})
+          .describe('Resources of a store whose deployment gives none.'),
+        runAsUser: z.number().int().default(999).describe("The redis image's user."),
+      })
+      .prefault({})
+      .describe('The key-value store (Redis) rendered for `kvstore_*` fields.'),
+    hardening: z
+      .strictObject({
+        runAsNonRoot: z.boolean().default(true).describe('Every container runs as a non-root user.'),
+        allowPrivilegeEscalation: z.boolean().default(false).describe('Set on every container.'),
+        dropAllCapabilities: z.boolean().default(true).describe('Every container drops all capabilities.'),
+        seccompRuntimeDefault: z
+          .boolean()
+          .default(true)
+          .describe("The pod's seccomp profile is `RuntimeDefault`."),
+        readOnlyRootFilesystem: z
+          .boolean()
+          .default(false)
+          .describe("Every container's root filesystem is read-only."),
+        automountServiceAccountToken: z
+          .boolean()
+          .default(false)
+          .describe(
+            'Mount a service-account token; the token is mounted only when a deployment names its service account.',
+          ),
+      })
+      .prefault({})
+      .describe('Security settings of every rendered pod and container.'),
+    policy: z
+      .strictObject({
+        serviceAccounts: z
+          .array(z.string().min(1))
+          .default([])
+          .describe(
+            "ServiceAccounts a deployment may name in `service_account_name` (names, or patterns where `*` is any run of characters). Empty: none. The agent's own namespace is never managed, so its ServiceAccount can never be named.",
+          ),
+        secretReferences: z
+          .array(z.string().min(1))
+          .default(['*'])
+          .describe(
+            "Secrets a deployment's pods may name (names or `*` patterns), by every route a pod names one: `secret_references`, a sidecar's or init container's `env` (`secretKeyRef`) and `envFrom`, `secret` volumes and projected `secret` sources, a CSI volume's `nodePublishSecretRef`, `image_pull_secrets`. The Secrets the agent generates for the deployment itself are always its own; the Ingress TLS Secret (`render.ingress.tlsSecretName`) and the agent's digest-key Secret never, whatever this says; nor a Secret the agent manages for another deployment.",
+          ),
+        serviceAccountTokens: z
+          .boolean()
+          .default(false)
+          .describe(
+            'Mount the token of a named ServiceAccount, and allow projected serviceAccountToken volumes. Off: no deployment gets a token.',
+          ),
+        podAnnotations: podMetadataPolicy(
+          'annotation',
+          CLUSTER_BEHAVIOUR_KEYS,
+          'Annotation keys refused even when `allow` takes them. The default: the keys by which the cluster itself treats a pod otherwise — network attachments (Multus, Calico, OVN, Cilium: interfaces and addresses no NetworkPolicy covers), service-mesh injection and traffic capture (Istio, Linkerd, Consul, Kuma, Open Service Mesh, App Mesh: out of the mesh, its mTLS and its policies), secret and identity injection (Vault, Bank-Vaults, Secrets Store CSI, any `agent-inject`, Akeyless, Doppler, Infisical, 1Password, Conjur, Azure workload identity). Setting it replaces the whole list.',
+        ),
+        podLabels: podMetadataPolicy(
+          'label',
+          [...CLUSTER_BEHAVIOUR_KEYS, ...KUBERNETES_KEYS],
+          "Label keys refused even when `allow` takes them. The default: those of `podAnnotations.deny` (meshes and injectors read labels too), and the prefixes Kubernetes reserves for its own components (`kubernetes.io/`, `k8s.io/` and their subdomains), by which platform policies select pods. The agent's own labels are refused whatever this says. Setting it replaces the whole list.",
+        ),
+        csiDrivers: z
+          .array(z.string().min(1))
+          .default([])
+          .describe(
+            "CSI drivers a deployment may name in an inline `csi` volume (names or `*` patterns). Empty: inline CSI volumes are refused — a driver mounts what its own configuration and credentials reach, which is the platform team's to vouch for.",
+          ),
+        podSecurity: z
+          .enum(['restricted', 'baseline'])
+          .default('restricted')
+          .describe(
+            'The Pod Security Standard every rendered pod must meet: a deployment asking for more (a security context, volume type, mount or annotation the level forbids) is refused, naming each field.',
+          ),
+      })
+      .prefault({})
+      .describe(
+        'What a deployment may ask for. Host namespaces, host ports and hostPath volumes cannot be expressed through the interface at all; a privileged container is refused at every level.',
+      ),
+    networkPolicy: z
+      .strictObject({
+        enabled: z
+          .boolean()
+          .default(true)
+          .describe(
+            'Render a NetworkPolicy per deployment. Off for clusters whose network plugin does not enforce them (the policies would promise what nothing keeps).',
+          ),
+        ingressControllerNamespace: z
+          .string()
+          .optional()
+          .describe(
+            "The ingress controller's namespace (or, with `render.gateway`, that of the Gateway's proxies): its pods may reach the application workloads. Never one of the agent's `namespaces`, where every deployment's pods would then reach every other's.",
+          ),
+        allowFrom: z
+          .array(FreeForm)
+          .superRefine((peers, ctx) => {
+            for (const [i, peer] of peers.entries()) {
+              const problem = peerProblem(peer);
+              if (problem)
+                ctx.addIssue({ code: 'custom', message: problem.message, path: [i, ...problem.path] });
+            }
+          })
+          .default([])
+          .describe(
+            "More sources the application workloads accept connections from: NetworkPolicyPeer objects (e.g. a monitoring namespace). Each peer names the namespaces it admits (a `namespaceSelector` with `matchLabels` or an `In`/`Exists` expression), or is an `ipBlock`: a pod selector alone would select pods of the deployment's own namespace, where every deployment sets its pods' labels, and an empty or negative namespace selector takes the listener's namespaces too; a peer naming one of the agent's `namespaces` by `kubernetes.io/metadata.name` is refused likewise. The database and key-value store accept only the deployment's own pods, whatever this says.",
+          ),
+      })
+      .prefault({})
+      .describe("Each deployment's network fenced: its data stores reachable only from its own pods."),
+    ingress: z
+      .strictObject({
+        className: z
+          .string()
+          .optional()
+          .describe('`custom_url` becomes an Ingress only when a class is configured.'),
+        annotations: z
+          .record(z.string(), z.string())
+          .default({})
+          .describe('Annotations of every rendered Ingress.'),
+        tlsSecretName: z.string().optional().describe('TLS Secret of every rendered Ingress.'),
+        allowedHostSuffixes: z
+          .array(z.string().min(1))
+          .default([])
+          .describe(
+            "Domains a deployment's `custom_url` may be under (`example.com` takes it and its subdomains, `.example.com` subdomains only); with an ingress class or Gateway set, any other host is refused, for an Ingress and an HTTPRoute alike. Empty: none.",
+          ),
+      })
+      .prefault({})
+      .describe('Ingresses for `custom_url`.'),
+    gateway: z
+      .strictObject({
+        parentRefs: z
+          .array(GatewayParentRef)
+          .default([])
+          .describe(
+            "The Gateways a deployment's `custom_url` is attached to (Gateway API `ParentReference`s: `name`, and optionally `namespace`, `sectionName`, `port`, `group`, `kind`). Set, `custom_url` becomes an HTTPRoute (`gateway.networking.k8s.io/v1`) instead of an Ingress: the URL's host, under `render.ingress.allowedHostSuffixes` like an Ingress's; its path as a `PathPrefix`; the main Service as the backend. Empty: no HTTPRoute. Not together with `render.ingress.className`.",
+          ),
+        annotations: z
+          .record(z.string(), z.string())
+          .default({})
+          .describe('Annotations of every rendered HTTPRoute.'),
+        rewritePathPrefix: z
+          .boolean()
+          .default(true)
+          .describe(
+            'For a `custom_url` with a path (`https://agents.example.com/team-a`): the Gateway replaces the prefix with `/` before the request reaches the server, which serves at its root (as LangGraph servers do without a mount prefix). false: the path reaches the server as it came.',
+          ),
+      })
+      .prefault({})
+      .describe('HTTPRoutes for `custom_url`, through the Gateway API.'),
+  })
+  .superRefine((config, ctx) => {
+    // A host is routed one way: two routes to one backend would be two policies for its traffic.
+    if (config.ingress.className !== undefined && config.gateway.parentRefs.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['gateway', 'parentRefs'],
+        message:
+          'render.ingress.className is set too: custom_url becomes an Ingress or an HTTPRoute, not both; unset one',
+      });
+  });
 export type RenderConfig = z.infer<typeof RenderConfig>;
 export type RenderConfigInput = z.input<typeof RenderConfig>;

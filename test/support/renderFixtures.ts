@@ -25,6 +25,25 @@ export const goldenConfig = RenderConfig.parse({
   },
 });
 
+/**
+ * The golden configuration with `custom_url` as an HTTPRoute on a platform Gateway instead of an
+ * Ingress, and queue workers scaled by KEDA on the runs that need them.
+ */
+export const gatewayKedaConfig = RenderConfig.parse({
+  gateway: {
+    parentRefs: [{ name: 'shared', namespace: 'gateways', sectionName: 'https' }],
+    annotations: { 'gateway.example.test/tier': 'public' },
+  },
+  ingress: { allowedHostSuffixes: ['example.test'] },
+  autoscaling: { queue: 'keda' },
+  policy: {
+    podSecurity: 'baseline',
+    serviceAccounts: ['agent-*'],
+    serviceAccountTokens: true,
+    csiDrivers: ['secrets-store.csi.k8s.io'],
+  },
+});
+
 /** The maximal deployment placed by the platform: every scheduling field, apps and stores apart. */
 export const scheduledConfig = RenderConfig.parse({
   ...goldenConfig,

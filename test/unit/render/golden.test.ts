@@ -4,6 +4,7 @@ import { stringify } from 'yaml';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { RenderConfig, renderDeployment } from '../../../src/render/index.ts';
 import {
+  gatewayKedaConfig,
   goldenConfig,
   listener,
   maximalDeployment,
@@ -94,5 +95,35 @@ describe('the maximal golden render', () => {
     expect(Object.keys(spec)).toHaveLength(40);
     // No secret value in clear text: only base64 data.
     expect(yaml).not.toContain('maximal-secret-value-1');
+  });
+});
+
+// The maximal deployment, its custom_url with a path, on a platform Gateway and with its queue
+// workers scaled by KEDA on the runs that need them.
+describe('golden render on a Gateway with KEDA queue scaling', () => {
+  it('matches testdata', () => {
+    const deployment = structuredClone(maximalDeployment);
+    deployment.source_config.custom_url = 'https://agents.example.test/platform/';
+    const result = renderDeployment(
+      { deployment, revision: undefined, listener, allowedNamespaces: undefined },
+      gatewayKedaConfig,
+    );
+    if (!result.ok) throw result.error;
+    const yaml = result.value.objects
+      .map((o) => stringify(o, { lineWidth: 0, version: '1.1' }))
+      .join('---\n');
+    const path = new URL('testdata/gateway-keda.yaml', import.meta.url);
+    if (process.env.UPDATE_GOLDEN === '1') writeFileSync(path, yaml);
+    expect(yaml).toBe(readFileSync(path, 'utf8'));
+    for (const value of [
+      'kind: HTTPRoute',
+      'kind: ScaledObject',
+      'kind: TriggerAuthentication',
+      'value: /platform',
+      'replacePrefixMatch: /',
+      'targetQueryValue: "10"',
+    ])
+      expect(yaml, value).toContain(value);
+    expect(yaml).not.toContain('kind: Ingress');
   });
 });
