@@ -2,7 +2,8 @@
 // with backoff (transient), terminal (failed for good until the input changes) or aborted (cut
 // off by its signal). reconcileWorker is the one place that turns an outcome into queue actions
 // and metric labels.
-import type { Reason } from '../report/rolloutStatus.ts';
+import { isTransient, KubeApiError } from '../kube/index.ts';
+import { Reason } from '../report/rolloutStatus.ts';
 
 /** Why a reconcile that needs nothing more was done (the `result` label of its duration). */
 export type DoneDetail = 'ok' | 'deleted' | 'settled' | 'suspended';
@@ -48,4 +49,15 @@ export class WaitingError extends Error {
     this.reason = reason;
     this.deploymentId = deploymentId;
   }
+}
+
+/**
+ * The failures no retry fixes: ours (render, ownership) and the API server's refusals of what we
+ * sent (4xx other than conflicts and throttling), as their Status classifies them.
+ */
+export function asTerminal(error: unknown): TerminalError | undefined {
+  if (error instanceof TerminalError) return error;
+  if (error instanceof KubeApiError && !isTransient(error))
+    return new TerminalError(Reason.ApplyRejected, error.message, { cause: error });
+  return undefined;
 }

@@ -1,0 +1,98 @@
+// A deployment's rollout, read: the status of its workloads, autoscaler and claims from the watch
+// cache (or a read, without one), and — only while the rollout is not done — its current pods'
+// back-offs, held for the failure grace period (kstatus's checks, src/report/rolloutStatus.ts).
+import type { Listener } from '../controlplane/schemas/index.ts';
+import { type LiveKubeObject, refOf } from '../kube/index.ts';
+import type { ObjectCache } from '../kube/objectCache.ts';
+import { ROLLOUT_KINDS } from '../objects/kinds.ts';
+import { deploymentSelector, LABEL_COMPONENT } from '../objects/ownership.ts';
+import type { KubeObject } from '../render/index.ts';
+import { PodProblemClock, podsOfRevision } from '../report/podProblems.ts';
+import { computeRollout, type PodProblem, type RolloutStatus } from '../report/rolloutStatus.ts';
+import { entryId, entryOf } from './inventory.ts';
+import type { KubeReader } from './kubeAccess.ts';
+
+export interface RolloutReaderOptions {
+  readonly kube: KubeReader;
+  readonly cache?: Pick<ObjectCache, 'get' | 'byLabel' | 'isSynced'> | undefined;
+  readonly listener: () => Listener;
+  readonly failureGraceMs: number;
+}
+
+export class RolloutReader {
+  readonly #o: RolloutReaderOptions;
+  /** First time each pod was seen waiting with a back-off reason, for the grace period. */
+  readonly #podProblems = new PodProblemClock();
+
+  constructor(options: RolloutReaderOptions) {
+    this.#o = options;
+  }
+
+  /** Forgets a deleted deployment's pods. */
+  forget(deploymentId: string): void {
+    this.#podProblems.forget(deploymentId);
+  }
+
+  async rollout(
+    deploymentId: string,
+    revisionId: string | undefined,
+    namespace: string,
+    objects: readonly KubeObject[],
+    live: Map<string, LiveKubeObject>,
+    signal?: AbortSignal,
+  ): Promise<RolloutStatus> {
+    const tracked: { component: string; object: LiveKubeObject | undefined }[] = [];
+    for (const object of objects) {
+      if (!ROLLOUT_KINDS.has(object.kind)) continue;
+      // The status written since our apply: the watch has it, or a read does (without a cache).
+      const ref = refOf(object);
+      const fresh = this.#o.cache ? this.#o.cache.get(ref) : await this.#o.kube.get(ref, { signal });
+      tracked.push({
+        component: object.metadata.labels[LABEL_COMPONENT] ?? 'main',
+        object: fresh ?? live.get(entryId(entryOf(object))),
+      });
+    }
+    // Claims come only from a StatefulSet's volumeClaimTemplates (the database).
+    const claims = objects.some((o) => o.kind === 'StatefulSet')
+      ? await this.#ownedBy('PersistentVolumeClaim', namespace, deploymentId, signal)
+      : [];
+    for (const claim of claims)
+      tracked.push({ component: claim.metadata.labels[LABEL_COMPONENT] ?? 'database', object: claim });
+    const rollout = (podProblems: PodProblem[]) =>
+      computeRollout({
+        objects: tracked,
+        podProblems,
+        now: Date.now(),
+        failureGraceMs: this.#o.failureGraceMs,
+      });
+    // Pods only explain a rollout that is not done: with every workload current (kstatus), a
+    // pod's back-off cannot change the verdict.
+    const withoutPods = rollout([]);
+    if (withoutPods.revisionStatus === 'DEPLOYED') {
+      this.#podProblems.forget(deploymentId);
+      return withoutPods;
+    }
+    const pods = podsOfRevision(await this.#ownedBy('Pod', namespace, deploymentId, signal), revisionId);
+    return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
+  }
+
+  /**
+   * The objects of a kind that carry this deployment's labels: from the watch cache once that
+   * kind's watch in the namespace has listed (every status change of a rolling deployment wakes
+   * it, and a listing per wake-up costs the API server most at scale), else listed.
+   */
+  async #ownedBy(
+    kind: 'Pod' | 'PersistentVolumeClaim',
+    namespace: string,
+    deploymentId: string,
+    signal: AbortSignal | undefined,
+  ): Promise<readonly LiveKubeObject[]> {
+    const cache = this.#o.cache;
+    if (cache?.isSynced(kind, namespace)) return cache.byLabel(kind, namespace, deploymentId);
+    return this.#o.kube.list(kind, {
+      namespace,
+      labelSelector: deploymentSelector(this.#o.listener().id, deploymentId),
+      signal,
+    });
+  }
+}
