@@ -1,14 +1,13 @@
 // `k8s-listener check`: a preflight checklist of everything the agent needs before it can work —
 // its configuration, the control plane, its listener, the cluster, its namespaces, its permissions.
 import { parseArgs } from 'node:util';
-import pino, { type Logger } from 'pino';
 import { z } from 'zod';
 import { type AgentConfig, ConfigError } from '../config/agentConfig.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { type AccessQuestion, reviewAccess, selfUserName } from '../kube/accessReview.ts';
 import { isForbidden, isNotFound, KubeApiError } from '../kube/errors.ts';
-import { KubeClient, type KubeObject } from '../kube/index.ts';
+import type { KubeClient, KubeObject } from '../kube/index.ts';
 import { formatMicroTime } from '../kube/microTime.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
 import { statusPhase } from '../objects/fields.ts';
@@ -23,14 +22,8 @@ import {
 } from '../reconcile/requiredAccess.ts';
 import { terminalJson, terminalText } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
-import {
-  CONFIG_FLAGS,
-  CONFIG_FLAGS_USAGE,
-  type ConfigFlagValues,
-  commandControlPlaneClient,
-  loadConfigFromFlags,
-} from './configFlags.ts';
-import { createLogger } from './logger.ts';
+import { type CommandSetup, commandSetup } from './commandSetup.ts';
+import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, type ConfigFlagValues } from './configFlags.ts';
 
 export const CHECK_USAGE = `Usage: k8s-listener check [options] [--output text|json]
 
@@ -111,9 +104,10 @@ function parseFlags(argv: readonly string[]) {
 /** Runs every check it can; a check that depends on one that failed is reported as not checked. */
 export async function runPreflight(flags: ConfigFlagValues): Promise<CheckReport> {
   const lines: CheckLine[] = [];
-  let config: AgentConfig;
+  let setup: CommandSetup;
   try {
-    config = await loadConfigFromFlags(flags);
+    setup = await commandSetup(flags, 'check', { kubeTimeoutMs: 10_000 });
+    const { config } = setup;
     lines.push({
       id: 'config',
       ok: true,
@@ -132,15 +126,13 @@ export async function runPreflight(flags: ConfigFlagValues): Promise<CheckReport
     });
     return report(lines);
   }
-  // Logs go to stderr, and only when asked for: stdout is the checklist.
-  const logger =
-    flags['log-level'] === undefined
-      ? pino({ level: 'silent' })
-      : createLogger(config.log.level, pino.destination(2));
-
-  const listener = await checkControlPlane(config, logger, lines);
-  const managed = servedBy(config, listener);
-  await checkCluster(config, managed, logger, lines);
+  try {
+    const listener = await checkControlPlane(setup, lines);
+    const managed = servedBy(setup.config, listener);
+    await checkCluster(setup, managed, lines);
+  } finally {
+    await setup.close();
+  }
   return report(lines);
 }
 
@@ -149,13 +141,9 @@ function report(lines: readonly CheckLine[]): CheckReport {
 }
 
 /** The control plane line and the listener line; returns the listener when it could be read. */
-async function checkControlPlane(
-  config: AgentConfig,
-  logger: Logger,
-  lines: CheckLine[],
-): Promise<Listener | undefined> {
+async function checkControlPlane(setup: CommandSetup, lines: CheckLine[]): Promise<Listener | undefined> {
+  const { config, controlPlane: client } = setup;
   const { baseUrl, apiKey, apiKeyFile } = config.controlPlane;
-  const client = commandControlPlaneClient(config, logger, 'check');
   const id = config.listenerId;
   try {
     const listener = await client.getListener(id);
@@ -202,8 +190,6 @@ async function checkControlPlane(
       fix: 'fix the control plane line first',
     });
     return undefined;
-  } finally {
-    await client.close();
   }
 }
 
@@ -239,18 +225,14 @@ function listenerLine(config: AgentConfig, listener: Listener): CheckLine {
 }
 
 async function checkCluster(
-  config: AgentConfig,
+  setup: CommandSetup,
   managed: readonly string[],
-  logger: Logger,
   lines: CheckLine[],
 ): Promise<void> {
+  const { config } = setup;
   let kube: KubeClient;
   try {
-    kube = await KubeClient.fromKubeconfig(config.kubeconfig, {
-      logger,
-      requestTimeoutMs: 10_000,
-      userAgent: `${AGENT_NAME}/${AGENT_VERSION} check`,
-    });
+    kube = await setup.kube();
   } catch (error) {
     lines.push({
       id: 'kube-api',
@@ -261,61 +243,57 @@ async function checkCluster(
     });
     return;
   }
-  try {
-    const reachable = await checkApiServer(kube, lines);
-    if (!reachable) {
-      lines.push({
-        id: 'namespaces',
-        ok: false,
-        title: 'namespaces and permissions not checked',
-        reason: 'the Kubernetes API server could not be asked',
-        fix: 'fix the Kubernetes API line first',
-      });
-      return;
-    }
-    const user = await selfUserName(kube);
-    const election = config.reconcile.leaderElection;
-    const leaseNamespace = election.leaseNamespace ?? config.agentNamespace;
-    // No managed namespace: the listener line has failed already and says why.
-    for (const namespace of managed) lines.push(await namespaceLine(kube, namespace, 'managed'));
-    // The agent's own namespace matters only for its Lease (it writes nothing else there).
-    if (election.enabled && !managed.includes(leaseNamespace)) {
-      lines.push(await namespaceLine(kube, leaseNamespace, "the agent's own, for its Lease"));
-    }
+  const reachable = await checkApiServer(kube, lines);
+  if (!reachable) {
+    lines.push({
+      id: 'namespaces',
+      ok: false,
+      title: 'namespaces and permissions not checked',
+      reason: 'the Kubernetes API server could not be asked',
+      fix: 'fix the Kubernetes API line first',
+    });
+    return;
+  }
+  const user = await selfUserName(kube);
+  const election = config.reconcile.leaderElection;
+  const leaseNamespace = election.leaseNamespace ?? config.agentNamespace;
+  // No managed namespace: the listener line has failed already and says why.
+  for (const namespace of managed) lines.push(await namespaceLine(kube, namespace, 'managed'));
+  // The agent's own namespace matters only for its Lease (it writes nothing else there).
+  if (election.enabled && !managed.includes(leaseNamespace)) {
+    lines.push(await namespaceLine(kube, leaseNamespace, "the agent's own, for its Lease"));
+  }
 
-    const wanted = mergeAccess([
-      ...managed.flatMap((namespace) => namespaceAccess(config).map((access) => ({ namespace, access }))),
-      ...leaseAccess(config).map((access) => ({ namespace: leaseNamespace, access })),
-      ...agentNamespaceAccess().map((access) => ({ namespace: config.agentNamespace, access })),
-    ]);
-    const questions: AccessQuestion[] = wanted.flatMap(({ namespace, access }) =>
-      access.verbs.map((verb) => ({
-        namespace,
-        group: access.group,
-        resource: access.resource,
-        name: access.name,
-        verb,
-      })),
-    );
-    let answers: Awaited<ReturnType<typeof reviewAccess>>;
-    try {
-      answers = await reviewAccess(kube, questions);
-    } catch (error) {
-      lines.push({
-        id: 'access',
-        ok: false,
-        title: 'permissions could not be checked',
-        reason: error instanceof Error ? error.message : String(error),
-        fix: 'the API server must serve authorization.k8s.io/v1 SelfSubjectAccessReview to every authenticated user (it does by default)',
-      });
-      return;
-    }
-    const allowed = new Set(answers.filter((a) => a.allowed).map((a) => accessKey(a.namespace, a, a.verb)));
-    for (const { namespace, access } of wanted) {
-      lines.push(accessLine(namespace, access, allowed, user));
-    }
-  } finally {
-    await kube.close();
+  const wanted = mergeAccess([
+    ...managed.flatMap((namespace) => namespaceAccess(config).map((access) => ({ namespace, access }))),
+    ...leaseAccess(config).map((access) => ({ namespace: leaseNamespace, access })),
+    ...agentNamespaceAccess().map((access) => ({ namespace: config.agentNamespace, access })),
+  ]);
+  const questions: AccessQuestion[] = wanted.flatMap(({ namespace, access }) =>
+    access.verbs.map((verb) => ({
+      namespace,
+      group: access.group,
+      resource: access.resource,
+      name: access.name,
+      verb,
+    })),
+  );
+  let answers: Awaited<ReturnType<typeof reviewAccess>>;
+  try {
+    answers = await reviewAccess(kube, questions);
+  } catch (error) {
+    lines.push({
+      id: 'access',
+      ok: false,
+      title: 'permissions could not be checked',
+      reason: error instanceof Error ? error.message : String(error),
+      fix: 'the API server must serve authorization.k8s.io/v1 SelfSubjectAccessReview to every authenticated user (it does by default)',
+    });
+    return;
+  }
+  const allowed = new Set(answers.filter((a) => a.allowed).map((a) => accessKey(a.namespace, a, a.verb)));
+  for (const { namespace, access } of wanted) {
+    lines.push(accessLine(namespace, access, allowed, user));
   }
 }
 

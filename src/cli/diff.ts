@@ -1,24 +1,15 @@
 // `k8s-listener diff [DEPLOYMENT]`: what `run` would change, like `kubectl diff` — one unified
 // diff per object (dry-run server-side apply against the live object), plus what would be pruned.
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import type { AgentConfig } from '../config/agentConfig.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
-import { KubeClient } from '../kube/kubeClient.ts';
 import type { ChangeSetEntry } from '../kube/serverDiff.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
 import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
-import { AGENT_VERSION } from '../version.ts';
-import {
-  CONFIG_FLAGS,
-  CONFIG_FLAGS_USAGE,
-  commandControlPlaneClient,
-  commandDigestKey,
-  loadConfigFromFlags,
-} from './configFlags.ts';
-import { createLogger } from './logger.ts';
+import { commandDigestKey, commandSetup } from './commandSetup.ts';
+import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
 
 export const DIFF_USAGE = `Usage: k8s-listener diff [DEPLOYMENT] [options] [--output diff|json|yaml]
 
@@ -83,15 +74,11 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
   const output = values.output as DiffOutput;
   if (!OUTPUTS.includes(output))
     throw new DiffSetupError(`--output must be diff, json or yaml, not ${values.output}`);
-  const config = await loadConfigFromFlags(values);
   // Logs go to stderr, and only warnings unless asked for: stdout is the diff.
-  const logger = createLogger(values['log-level'] ?? 'warn', pino.destination(2));
-  const client = commandControlPlaneClient(config, logger, 'diff');
-  const kube = await KubeClient.fromKubeconfig(config.kubeconfig, {
-    logger,
-    userAgent: `k8s-listener/${AGENT_VERSION} diff`,
-  });
+  const setup = await commandSetup(values, 'diff', { quietLogLevel: 'warn' });
+  const { config, controlPlane: client } = setup;
   try {
+    const kube = await setup.kube();
     const listener = await client.getListener(config.listenerId);
     const preview = await previewListener(
       {
@@ -116,8 +103,7 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
     io.stdout.write(formatDiffOutput(preview, output));
     return exitStatus(preview);
   } finally {
-    await client.close();
-    await kube.close();
+    await setup.close();
   }
 }
 

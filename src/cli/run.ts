@@ -1,10 +1,10 @@
 // `k8s-listener run`: the agent's main job. Exits 0 after a graceful shutdown on SIGTERM/SIGINT, and
 // 1 at once when leadership is lost, so that the pod restarts clean (as controller-runtime does).
 import { parseArgs } from 'node:util';
-import type { AgentConfig } from '../config/agentConfig.ts';
 import { Agent } from '../manager/agent.ts';
 import { createMetrics } from '../report/metrics.ts';
 import { AGENT_VERSION } from '../version.ts';
+import { controlPlaneClientOptions } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, loadConfigFromFlags } from './configFlags.ts';
 import { createLogger } from './logger.ts';
 import { startProbeServer } from './probeServer.ts';
@@ -36,14 +36,7 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
   const metrics = createMetrics();
   const agent = new Agent({
     listenerId: config.listenerId,
-    controlPlane: {
-      baseUrl: config.controlPlane.baseUrl,
-      timeoutMs: config.controlPlane.timeoutMs,
-      maxResponseBytes: config.controlPlane.maxResponseBytes,
-      maxPages: config.controlPlane.maxPages,
-      maxListingBytes: config.controlPlane.maxListingBytes,
-      ...optional(config.controlPlane),
-    },
+    controlPlane: controlPlaneClientOptions(config.controlPlane),
     kubeconfigPath: config.kubeconfig,
     kubeApi: config.kubeApi,
     allowedNamespaces: config.namespaces,
@@ -98,12 +91,4 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
   await agent.stop();
   await probes.close();
   return 0;
-}
-
-function optional(controlPlane: AgentConfig['controlPlane']) {
-  return {
-    ...(controlPlane.apiKey ? { apiKey: controlPlane.apiKey } : {}),
-    ...(controlPlane.apiKeyFile ? { apiKeyFile: controlPlane.apiKeyFile } : {}),
-    ...(controlPlane.tenantId ? { tenantId: controlPlane.tenantId } : {}),
-  };
 }

@@ -2,10 +2,8 @@
 // control plane and the cluster, as a table, JSON or YAML; an exit code scripts and CI can wait on.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
-import { type AgentConfig, ConfigError } from '../config/agentConfig.ts';
+import { ConfigError } from '../config/agentConfig.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
-import { KubeClient } from '../kube/kubeClient.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
 import {
   collectDeploymentDetail,
@@ -24,15 +22,8 @@ import {
   statusExitCode,
 } from '../report/statusView.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
-import { AGENT_VERSION } from '../version.ts';
-import {
-  CONFIG_FLAGS,
-  CONFIG_FLAGS_USAGE,
-  commandControlPlaneClient,
-  commandDigestKey,
-  loadConfigFromFlags,
-} from './configFlags.ts';
-import { createLogger } from './logger.ts';
+import { type CommandSetup, commandDigestKey, commandSetup } from './commandSetup.ts';
+import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
 
 export const STATUS_USAGE = `Usage: k8s-listener status [DEPLOYMENT] [options] [--output table|json|yaml] [--watch]
 
@@ -94,27 +85,17 @@ export async function runStatusCommand(
   if (!Number.isFinite(intervalMs) || intervalMs <= 0)
     return usage(`--interval must be a positive number of seconds, not ${values.interval}`);
 
-  let config: AgentConfig;
+  let setup: CommandSetup;
   try {
-    config = await loadConfigFromFlags(values);
+    setup = await commandSetup(values, 'status', { kubeTimeoutMs: 15_000 });
   } catch (error) {
     if (error instanceof ConfigError) return usage(error.message);
     throw error;
   }
-  // stdout is the table: logs go to stderr, and only when asked for.
-  const logger =
-    values['log-level'] === undefined
-      ? pino({ level: 'silent' })
-      : createLogger(config.log.level, pino.destination(2));
+  const { config, controlPlane } = setup;
   const { baseUrl } = config.controlPlane;
-  const controlPlane = commandControlPlaneClient(config, logger, 'status');
-  let kube: KubeClient | undefined;
   try {
-    kube = await KubeClient.fromKubeconfig(config.kubeconfig, {
-      logger,
-      requestTimeoutMs: 15_000,
-      userAgent: `${AGENT_NAME}/${AGENT_VERSION} status`,
-    });
+    const kube = await setup.kube();
     const sources: StatusSources = {
       controlPlane,
       kube,
@@ -160,8 +141,7 @@ export async function runStatusCommand(
     io.stderr.write(terminalLine(`${AGENT_NAME} status: ${unreadable(error, baseUrl)}`));
     return EXIT_FAILED;
   } finally {
-    await kube?.close();
-    await controlPlane.close();
+    await setup.close();
   }
 }
 

@@ -4,11 +4,10 @@
 import { userInfo } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
 import { type AgentConfig, ConfigError } from '../config/agentConfig.ts';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import { selfUserName } from '../kube/accessReview.ts';
-import { KubeClient } from '../kube/kubeClient.ts';
+import type { KubeClient } from '../kube/kubeClient.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
 import { InventoryStore } from '../reconcile/inventoryStore.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
@@ -25,14 +24,8 @@ import {
 } from '../reconcile/suspensions.ts';
 import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from '../report/statusView.ts';
 import { terminalLine } from '../report/terminalText.ts';
-import { AGENT_VERSION } from '../version.ts';
-import {
-  CONFIG_FLAGS,
-  CONFIG_FLAGS_USAGE,
-  commandControlPlaneClient,
-  loadConfigFromFlags,
-} from './configFlags.ts';
-import { createLogger } from './logger.ts';
+import { type CommandSetup, commandSetup } from './commandSetup.ts';
+import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
 
 type Verb = 'suspend' | 'resume';
 /** As the entry's schema allows (suspensions.ts). */
@@ -120,29 +113,18 @@ async function runCommand(
   if (!Number.isFinite(timeoutMs) || timeoutMs < 0)
     return usage(`--timeout must be a number of seconds, not ${values.timeout}`);
 
-  let config: AgentConfig;
+  let setup: CommandSetup;
   try {
-    config = await loadConfigFromFlags(values);
+    setup = await commandSetup(values, verb, { kubeTimeoutMs: 15_000 });
   } catch (error) {
     if (error instanceof ConfigError) return usage(error.message);
     throw error;
   }
-  const logger =
-    values['log-level'] === undefined
-      ? pino({ level: 'silent' })
-      : createLogger(config.log.level, pino.destination(2));
-  const controlPlane = commandControlPlaneClient(config, logger, verb);
-  let kube: KubeClient | undefined;
+  const { config, controlPlane } = setup;
   try {
-    kube = await KubeClient.fromKubeconfig(config.kubeconfig, {
-      logger,
-      requestTimeoutMs: 15_000,
-      userAgent: `${AGENT_NAME}/${AGENT_VERSION} ${verb}`,
-    });
+    const kube = await setup.kube();
     const ref = suspensionsRef(config.agentNamespace);
-    const client = kube;
-    const current = async (): Promise<Suspensions> =>
-      readSuspensions(await client.get(ref), config.listenerId);
+    const current = async (): Promise<Suspensions> => readSuspensions(await kube.get(ref), config.listenerId);
     const before = await current();
 
     const target = values.all
@@ -199,8 +181,7 @@ async function runCommand(
     );
     return EXIT_FAILED;
   } finally {
-    await kube?.close();
-    await controlPlane.close();
+    await setup.close();
   }
 }
 

@@ -202,6 +202,10 @@ export class ControlPlaneTransport {
     if (this.#ownsDispatcher) await this.#dispatcher.close();
   }
 
+  /**
+   * A listing, page by page until an empty one, each item parsed on its own (one that cannot be
+   * read is refused alone); a listing past its bounds throws rather than end short.
+   */
   async *paginate<S extends z.ZodType>(
     target: Route,
     query: Query,
@@ -294,6 +298,7 @@ export class ControlPlaneTransport {
     }
   }
 
+  /** The answer's JSON: a body that is not JSON, or nests too deep, fails the call. */
   async json(method: string, target: Route, options: SendOptions = {}): Promise<unknown> {
     const { path } = target;
     const sent = await this.send(method, target, options);
@@ -327,6 +332,7 @@ export class ControlPlaneTransport {
     }
   }
 
+  /** One request with its retries (retryPolicy.ts): its status, body text and size. */
   async send(method: string, target: Route, options: SendOptions = {}) {
     const { path } = target;
     const idempotent = method === 'GET' || method === 'PUT' || method === 'DELETE';
