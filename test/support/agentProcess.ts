@@ -48,35 +48,56 @@ export interface AgentProcessOptions {
   readonly logPath?: string;
 }
 
-/** Writes an agent configuration file (JSON is YAML) for `world` with fast loops and a short lease. */
+/** What an agent configuration file of the tests and benchmarks says; the rest is the same for all. */
+export interface AgentConfigFile {
+  readonly listenerId: string;
+  readonly controlPlaneUrl: string;
+  readonly kubeconfigPath: string;
+  readonly namespaces: readonly string[];
+  readonly logLevel?: string;
+  readonly reconcile: Readonly<Record<string, unknown>>;
+}
+
+/** Writes an agent configuration file (JSON is YAML): probes on a free loopback port, JSON logs. */
+export async function writeAgentConfigFile(path: string, config: AgentConfigFile): Promise<void> {
+  await writeFile(
+    path,
+    JSON.stringify({
+      listenerId: config.listenerId,
+      controlPlane: { baseUrl: config.controlPlaneUrl },
+      kubeconfig: config.kubeconfigPath,
+      agentNamespace: 'default',
+      namespaces: config.namespaces,
+      probes: { host: '127.0.0.1', port: 0 },
+      log: { level: config.logLevel ?? 'info', format: 'json' },
+      reconcile: config.reconcile,
+    }),
+  );
+}
+
+/** Writes an agent configuration file for `world` with fast loops and a short lease; returns its path. */
 export async function writeAgentConfig(
   world: World,
   options: { leaseName: string; namespaces?: readonly string[]; reconcile?: Record<string, unknown> },
 ): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-agent-'));
   const path = join(dir, 'config.yaml');
-  await writeFile(
-    path,
-    JSON.stringify({
-      listenerId: world.listenerId,
-      controlPlane: { baseUrl: world.emulator.url },
-      kubeconfig: world.kubeconfigPath,
-      agentNamespace: 'default',
-      namespaces: options.namespaces ?? world.namespaces,
-      probes: { host: '127.0.0.1', port: 0 },
-      log: { level: 'info', format: 'json' },
-      reconcile: {
-        ...FAST_RECONCILE,
-        ...options.reconcile,
-        leaderElection: {
-          leaseName: options.leaseName,
-          leaseDurationMs: 3_000,
-          renewDeadlineMs: 2_000,
-          retryPeriodMs: 500,
-        },
+  await writeAgentConfigFile(path, {
+    listenerId: world.listenerId,
+    controlPlaneUrl: world.emulator.url,
+    kubeconfigPath: world.kubeconfigPath,
+    namespaces: options.namespaces ?? world.namespaces,
+    reconcile: {
+      ...FAST_RECONCILE,
+      ...options.reconcile,
+      leaderElection: {
+        leaseName: options.leaseName,
+        leaseDurationMs: 3_000,
+        renewDeadlineMs: 2_000,
+        retryPeriodMs: 500,
       },
-    }),
-  );
+    },
+  });
   return path;
 }
 

@@ -1,0 +1,89 @@
+// Change → applied: a new image on a deployment in the control plane, timed until the cluster's
+// Deployment carries it (seen by a watch), over changes spread across a few poll intervals.
+import type { KubeClient } from '../../src/kube/kubeClient.ts';
+import { sleep } from '../../src/sleep.ts';
+import type { ControlPlaneTestClient } from '../../test/support/controlPlaneTestClient.ts';
+import { quantile } from '../statistics.ts';
+import { type Fleet, NAMESPACES, renderFleet } from './fleet.ts';
+import { log, seconds } from './log.ts';
+
+export interface ChangeLatency {
+  readonly patches: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly maxMs: number;
+  readonly spanS: number;
+}
+
+export async function measureChangeToApplied(
+  { admin, client }: { readonly admin: KubeClient; readonly client: ControlPlaneTestClient },
+  fleet: Fleet,
+  options: { readonly patches: number; readonly pollMs: number; readonly phaseTimeoutMs: number },
+): Promise<ChangeLatency> {
+  const { patches, pollMs, phaseTimeoutMs } = options;
+  const latencies: number[] = [];
+  const watchAbort = new AbortController();
+  const waiting = new Map<string, { image: string; since: number; done: () => void }>();
+  const watches = NAMESPACES.map(async (namespace) => {
+    const list = await admin.listWithVersion('Deployment', { namespace });
+    try {
+      for await (const event of admin.watch('Deployment', {
+        namespace,
+        resourceVersion: list.resourceVersion,
+        signal: watchAbort.signal,
+      })) {
+        const key = `${namespace}/${event.object.metadata.name}`;
+        const wanted = waiting.get(key);
+        const spec = event.object.spec as
+          | { template?: { spec?: { containers?: { image?: string }[] } } }
+          | undefined;
+        if (wanted && spec?.template?.spec?.containers?.some((c) => c.image === wanted.image)) {
+          latencies.push(performance.now() - wanted.since);
+          waiting.delete(key);
+          wanted.done();
+        }
+      }
+    } catch (error) {
+      if (!watchAbort.signal.aborted) throw error;
+    }
+  });
+  await sleep(500);
+  const patchesStarted = performance.now();
+  const pending: Promise<void>[] = [];
+  for (let p = 0; p < patches; p++) {
+    const target = fleet.seeded[(p * 7) % fleet.seeded.length];
+    if (!target) break;
+    const namespace = target.deployment.source_config.listener_config?.k8s_namespace ?? '';
+    const rendered = renderFleet([target], fleet.listener, (n) => n, fleet.renderConfig);
+    const main = rendered.find(
+      (o) => o.kind === 'Deployment' && o.metadata.labels?.['app.kubernetes.io/component'] === 'main',
+    );
+    if (!main) throw new Error(`no main Deployment rendered for ${target.deployment.name}`);
+    const image = `registry.example.test/bench/app:2.${p}.0`;
+    const done = new Promise<void>((resolve) =>
+      waiting.set(`${namespace}/${main.metadata.name}`, { image, since: performance.now(), done: resolve }),
+    );
+    await client.patchDeployment(target.deployment.id, { source_revision_config: { image_uri: image } });
+    pending.push(done);
+    // Spread over a few poll intervals, as edits arrive in life, not all in one poll.
+    await sleep((pollMs * 3) / patches);
+  }
+  await Promise.race([
+    Promise.all(pending),
+    sleep(phaseTimeoutMs).then(() => {
+      throw new Error(`change → applied: ${waiting.size} of ${patches} changes not applied in time`);
+    }),
+  ]);
+  watchAbort.abort();
+  await Promise.allSettled(watches);
+  latencies.sort((a, b) => a - b);
+  const latency = {
+    patches: latencies.length,
+    p50Ms: Math.round(quantile(latencies, 0.5)),
+    p99Ms: Math.round(quantile(latencies, 0.99)),
+    maxMs: Math.round(latencies.at(-1) ?? Number.NaN),
+    spanS: seconds(performance.now() - patchesStarted),
+  };
+  log(`change → applied: ${JSON.stringify(latency)}`);
+  return latency;
+}

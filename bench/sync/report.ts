@@ -1,0 +1,216 @@
+// A run's record (bench/results/<time>-<N>.json), the targets it is judged by, and the table it
+// prints.
+import { AGENT_VERSION } from '../../src/version.ts';
+import { machine, writeRecord } from '../record.ts';
+import {
+  controlPlaneRequests,
+  polls,
+  reconciles,
+  requestsByKindAndVerb,
+  requestsByVerb,
+} from './agentMetrics.ts';
+import type { AgentRun } from './agentRun.ts';
+import { seconds } from './log.ts';
+import type { SyncOptions } from './options.ts';
+import type { Restart } from './restart.ts';
+
+export interface RunFigures {
+  readonly options: SyncOptions;
+  readonly startedAt: Date;
+  readonly loadAtStart: readonly number[];
+  /** How many objects the fleet renders to. */
+  readonly objects: number;
+  readonly agentRun: AgentRun;
+  readonly floorMs: number | undefined;
+  readonly kubectlMs: number | undefined;
+  readonly restart: Restart | undefined;
+  readonly versions: { serverVersion?: { gitVersion?: string }; clientVersion?: { gitVersion?: string } };
+  readonly inMemoryCgroup: boolean;
+  readonly profileDir: string | undefined;
+  readonly snapshotDir: string | undefined;
+}
+
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined ? undefined : Number((a / b).toFixed(2));
+
+/** Writes the run's record and prints its table and targets; says whether a target was missed. */
+export async function report(figures: RunFigures): Promise<{ readonly missedTarget: boolean }> {
+  const { options, agentRun, restart, floorMs, kubectlMs, loadAtStart, profileDir, snapshotDir } = figures;
+  const { deployments: n, pollMs } = options;
+  const { appliedMs, appliedCpuS, afterCold, steady, latency, memory, atStart } = agentRun;
+  const growthKiB = (((memory?.hwmMiB ?? Number.NaN) - (atStart?.rssMiB ?? Number.NaN)) * 1024) / n;
+  const verbs = requestsByVerb(afterCold);
+  const result = {
+    startedAt: figures.startedAt.toISOString(),
+    deployments: n,
+    objects: figures.objects,
+    concurrency: options.concurrency,
+    pollIntervalMs: pollMs,
+    clusterControllerManagerQps: options.controllerQps,
+    note: options.note || undefined,
+    series: options.series,
+    agent: {
+      ran: options.fromSource ? 'src/cli/main.ts (TypeScript, type stripping)' : 'dist/cli/main.js (bundled)',
+      memoryCgroupMiB: figures.inMemoryCgroup ? options.memoryLimitMiB : undefined,
+      nodeOptions: options.agentNodeOptions || undefined,
+      env: options.agentEnv || undefined,
+    },
+    machine: machine(loadAtStart),
+    versions: {
+      agent: AGENT_VERSION,
+      node: process.version,
+      kubeApiserver: figures.versions.serverVersion?.gitVersion,
+      kubectl: figures.versions.clientVersion?.gitVersion,
+    },
+    coldSync: {
+      appliedS: seconds(appliedMs),
+      agentCpuAtAppliedS: appliedCpuS,
+      reconcilesAtApplied: agentRun.appliedReconciles,
+      reconcilesAtDeployed: reconciles(afterCold),
+      deployedS: agentRun.deployedMs === undefined ? null : seconds(agentRun.deployedMs),
+      // With --until-applied: how many were DEPLOYED when the reading was taken.
+      deployedAtEnd: agentRun.deployedAtEnd,
+      // With --until-applied: the pods of the agent's namespaces at the reading (the cache holds
+      // a summary of each).
+      podsAtReading: agentRun.podsAtReading,
+      liveDeploymentsInFirstNamespace: agentRun.live,
+    },
+    order: options.order,
+    floorS: floorMs === undefined ? null : seconds(floorMs),
+    kubectlS: kubectlMs === undefined ? null : seconds(kubectlMs),
+    ratios: {
+      agentOverFloor: ratio(appliedMs, floorMs),
+      kubectlOverAgent: ratio(kubectlMs, appliedMs),
+    },
+    coldRequestsPerDeployment: Object.fromEntries(
+      Object.entries(verbs).map(([verb, count]) => [verb, Number((count / n).toFixed(2))]),
+    ),
+    coldRequestsByKindAndVerb: requestsByKindAndVerb(afterCold),
+    coldControlPlanePerCycle: Number(
+      (controlPlaneRequests(afterCold) / Math.max(1, polls(afterCold))).toFixed(1),
+    ),
+    coldPollCycles: polls(afterCold),
+    untilApplied: options.untilApplied || undefined,
+    steady: steady && { ...steady, controlPlanePerCycle: Number(steady.controlPlanePerCycle.toFixed(1)) },
+    changeToApplied: latency,
+    restart,
+    memory: {
+      peakRssMiB: Number((memory?.hwmMiB ?? Number.NaN).toFixed(1)),
+      rssAtStartMiB: Number((atStart?.rssMiB ?? Number.NaN).toFixed(1)),
+      peakGrowthKiBPerDeployment: Number(growthKiB.toFixed(1)),
+      rssAtEndMiB: Number((memory?.rssMiB ?? Number.NaN).toFixed(1)),
+      peakHeapUsedMiB: Number(agentRun.peakHeapMiB.toFixed(1)),
+    },
+    // Until the reading: the longest event-loop stall and the time spent in major GCs.
+    longestEventLoopStallS: Number(agentRun.longestStallS.toFixed(2)),
+    majorGcS: Number(agentRun.majorGcS.toFixed(1)),
+    totalRequests: requestsByVerb(agentRun.final),
+    cpuProfileDir: profileDir,
+  };
+
+  // The targets for one run (its ratios are judged as the median of three runs in rotated order).
+  const requestsPerDeployment = Object.values(result.coldRequestsPerDeployment).reduce(
+    (sum, count) => sum + count,
+    0,
+  );
+  const targets = [
+    ...(options.agentOnly
+      ? []
+      : [
+          {
+            target: 'cold sync to applied ≤ 1.5 × floor (judged as the median of --runs 3)',
+            pass: (result.ratios.agentOverFloor ?? Number.POSITIVE_INFINITY) <= 1.5,
+          },
+          {
+            target: 'kubectl ≥ 1.5 × slower than the agent (judged as the median of --runs 3)',
+            pass: (result.ratios.kubectlOverAgent ?? 0) >= 1.5,
+          },
+        ]),
+    { target: 'API requests per deployment in the cold sync ≤ 9', pass: requestsPerDeployment <= 9 },
+    {
+      target: 'agent CPU in the cold sync ≤ 10 ms per deployment',
+      pass: (appliedCpuS ?? Number.POSITIVE_INFINITY) * 1000 <= 10 * n,
+    },
+    ...(steady && latency
+      ? [
+          { target: '0 writes in steady state (Lease aside)', pass: steady.writesExceptLease === 0 },
+          {
+            target: `change → applied p99 ≤ poll interval + 1 s (${pollMs + 1000} ms)`,
+            pass: latency.p99Ms <= pollMs + 1000,
+          },
+        ]
+      : []),
+    { target: 'peak RSS growth ≤ 25 KiB per deployment', pass: growthKiB <= 25 },
+    {
+      target: "peak RSS within the chart's 384 MiB",
+      pass: (memory?.hwmMiB ?? Number.POSITIVE_INFINITY) <= 384,
+    },
+  ];
+  const path = await writeRecord(figures.startedAt, String(n), { ...result, targets });
+
+  const rows: [string, string][] = [
+    ['deployments / objects', `${n} / ${figures.objects}`],
+    ['concurrency, poll interval', `${options.concurrency}, ${pollMs} ms`],
+    [
+      'cold sync: every object applied',
+      `${result.coldSync.appliedS} s (agent CPU ${result.coldSync.agentCpuAtAppliedS} s, ${agentRun.appliedReconciles} reconciles)`,
+    ],
+    [
+      'cold sync: every revision DEPLOYED',
+      result.coldSync.deployedS === null
+        ? `not waited for (${agentRun.deployedAtEnd} of ${n} DEPLOYED and ${agentRun.podsAtReading} pods at the reading)`
+        : `${result.coldSync.deployedS} s (${result.coldSync.reconcilesAtDeployed} reconciles)`,
+    ],
+    ['order', options.order.join(', ')],
+    ['floor (bare SSA loop)', `${result.floorS ?? '–'} s`],
+    ['kubectl apply --server-side (per namespace)', `${result.kubectlS ?? '–'} s`],
+    ['agent / floor', `${result.ratios.agentOverFloor ?? '–'}`],
+    ['kubectl / agent', `${result.ratios.kubectlOverAgent ?? '–'}`],
+    [
+      'agent CPU per deployment (cold, to applied)',
+      `${(((appliedCpuS ?? Number.NaN) * 1000) / n).toFixed(1)} ms`,
+    ],
+    [
+      'API requests per deployment (cold)',
+      Object.entries(result.coldRequestsPerDeployment)
+        .map(([verb, count]) => `${verb} ${count}`)
+        .join(', '),
+    ],
+    ['control-plane requests per poll (cold)', `${result.coldControlPlanePerCycle}`],
+    [
+      'steady (5 polls): writes, Lease aside',
+      steady ? `${steady.writesExceptLease} (Lease writes ${steady.leaseWrites})` : '–',
+    ],
+    ['steady: control-plane requests per poll', `${result.steady?.controlPlanePerCycle ?? '–'}`],
+    [
+      'change → applied p50 / p99',
+      latency ? `${latency.p50Ms} / ${latency.p99Ms} ms (${latency.patches} changes)` : '–',
+    ],
+    ['peak RSS / peak heap used', `${result.memory.peakRssMiB} / ${result.memory.peakHeapUsedMiB} MiB`],
+    [
+      'peak RSS growth',
+      `${result.memory.peakGrowthKiBPerDeployment} KiB per deployment (from ${result.memory.rssAtStartMiB} MiB at start)`,
+    ],
+    [
+      'restart: caught up (CPU), writes, peak RSS',
+      restart
+        ? `${restart.caughtUpS} s (${restart.cpuS} s), ${restart.writesExceptLease}, ${restart.peakRssMiB} MiB (from ${restart.rssAtStartMiB})`
+        : '–',
+    ],
+    [
+      'machine',
+      `${result.machine.cores} cores, ${result.machine.memoryGiB} GiB, load ${loadAtStart.join(' ')} → ${result.machine.loadAverageAtEnd.join(' ')}`,
+    ],
+    [
+      'versions',
+      `agent ${AGENT_VERSION}, node ${process.version}, kube-apiserver ${result.versions.kubeApiserver}`,
+    ],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  console.log(rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n'));
+  console.log(`\nTargets (stated at N = 1,000${n === 1000 ? '' : `; this run is N = ${n}`}):`);
+  for (const { target, pass } of targets) console.log(`  ${pass ? 'PASS' : 'FAIL'}  ${target}`);
+  console.log(`\nResults: ${path}${profileDir ? `\nCPU profile: ${profileDir}` : ''}`);
+  if (snapshotDir) console.log(`Heap snapshot: ${snapshotDir}`);
+  return { missedTarget: targets.some((t) => !t.pass) };
+}
