@@ -48,7 +48,7 @@ import type { ReconcileConfig } from './reconcileConfig.ts';
 import { ReferenceGuard } from './referenceGuard.ts';
 import { RolloutReader } from './rolloutReader.ts';
 import { RolloutRechecks } from './rolloutRechecks.ts';
-import { hostLockKey, isRouteKind, routedHosts } from './routedHosts.ts';
+import { hostLockKey, isRouteKind, routedHosts, routeKinds } from './routedHosts.ts';
 import type { ActiveSuspension } from './suspensions.ts';
 
 /** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
@@ -118,6 +118,7 @@ export class Reconciler {
       kube,
       listener,
       allowedNamespaces: options.allowedNamespaces,
+      routeKinds: routeKinds(options.renderConfig),
     });
     this.#pruner = new Pruner({ kube, metrics, listener });
     this.#rollouts = new RolloutReader({

@@ -11,7 +11,7 @@ import { Reason } from '../report/rolloutStatus.ts';
 import { entryId, entryOf } from './inventory.ts';
 import type { KubeReader } from './kubeAccess.ts';
 import { TerminalError, WaitingError } from './outcome.ts';
-import { hostHolder, ROUTE_KINDS } from './routedHosts.ts';
+import { hostHolder } from './routedHosts.ts';
 import { type TemplateClaim, templateClaims } from './templateClaims.ts';
 
 /** The type of a Secret that holds a ServiceAccount's token: never a deployment's to name. */
@@ -23,6 +23,8 @@ export interface ReferenceGuardOptions {
   readonly kube: KubeReader;
   readonly listener: () => Listener;
   readonly allowedNamespaces: readonly string[] | undefined;
+  /** The kinds that route a host under this render configuration (routedHosts.ts routeKinds). */
+  readonly routeKinds: readonly ('Ingress' | 'HTTPRoute')[];
 }
 
 export class ReferenceGuard {
@@ -144,7 +146,7 @@ export class ReferenceGuard {
     const routes = (
       await Promise.all(
         [...namespaces].flatMap((n) =>
-          ROUTE_KINDS.map((kind) => this.#o.kube.list(kind, { namespace: n, signal })),
+          this.#o.routeKinds.map((kind) => this.#o.kube.list(kind, { namespace: n, signal })),
         ),
       )
     ).flat();
