@@ -9,10 +9,9 @@ import { KubeClient } from '../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { previewListener } from '../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
-import { chooseTarget } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { app, FAST_RECONCILE, startWorld, type World } from '../support/agentHarness.ts';
-import { soloReconciler } from '../support/soloReconciler.ts';
+import { desire, soloReconciler } from '../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
 let world: World;
@@ -47,12 +46,14 @@ const preview = (only: string) =>
   );
 
 /** A deployment made in the control plane and handed to the reconciler as desired. */
-async function present(
+const present = (
   desired: ReturnType<typeof soloReconciler>['desired'],
   name: string,
   spec: Record<string, unknown> = {},
-): Promise<Deployment> {
-  const deployment = await world.client.createDeployment(
+): Promise<Deployment> =>
+  desire(
+    world.client,
+    desired,
     app(world, name, namespace, {
       source_config: {
         listener_id: listener.id,
@@ -61,15 +62,6 @@ async function present(
       },
     }),
   );
-  const revisions = (await world.client.listAllRevisions(deployment.id)).items;
-  desired.set(deployment.id, {
-    kind: 'present',
-    deployment,
-    target: chooseTarget(deployment, revisions),
-    fingerprint: 'f',
-  });
-  return deployment;
-}
 
 describe('diff and run agree', () => {
   it('on an object of another deployment of this listener under a generated name: both refuse it, in the same words', async () => {

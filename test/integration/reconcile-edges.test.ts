@@ -13,7 +13,7 @@ import { chooseTarget, type Target } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { createNamespace, uniqueNamespace } from '../support/adminKube.ts';
 import { app, startWorld, type World } from '../support/agentHarness.ts';
-import { passThrough as passThroughOf, soloReconciler } from '../support/soloReconciler.ts';
+import { desire, passThrough as passThroughOf, soloReconciler } from '../support/soloReconciler.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -168,17 +168,7 @@ describe('the reconciler at the edges', () => {
           resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 },
         },
       });
-    const present = async (body: ReturnType<typeof app>) => {
-      const deployment = await world.client.createDeployment(body);
-      const revisions = (await world.client.listAllRevisions(deployment.id)).items;
-      desired.set(deployment.id, {
-        kind: 'present',
-        deployment,
-        target: chooseTarget(deployment, revisions),
-        fingerprint: 'f',
-      });
-      return deployment;
-    };
+    const present = (body: ReturnType<typeof app>) => desire(world.client, desired, body);
     const owners: string[] = [];
     for (let i = 0; i < 50; i++) {
       const first = await present(withDatabase(`col-${i}`));
@@ -215,8 +205,10 @@ describe('the reconciler at the edges', () => {
       ingress: { className: 'nginx', allowedHostSuffixes: ['apps.example.test'] },
     });
     const { reconciler, desired } = reconcilerOver(client, routing);
-    const claiming = async (name: string, host: string) => {
-      const deployment = await world.client.createDeployment(
+    const claiming = (name: string, host: string) =>
+      desire(
+        world.client,
+        desired,
         app(world, name, namespace, {
           source_config: {
             listener_id: listener.id,
@@ -226,15 +218,6 @@ describe('the reconciler at the edges', () => {
           },
         }),
       );
-      const revisions = (await world.client.listAllRevisions(deployment.id)).items;
-      desired.set(deployment.id, {
-        kind: 'present',
-        deployment,
-        target: chooseTarget(deployment, revisions),
-        fingerprint: 'f',
-      });
-      return deployment;
-    };
     const routesTo = async (host: string) =>
       (await kube.list('Ingress', { namespace })).filter((i) => JSON.stringify(i).includes(`"${host}"`));
     for (let i = 0; i < 20; i++) {

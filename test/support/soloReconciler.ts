@@ -2,16 +2,23 @@
 // desired state, calls `reconcile` and reads what it reported. `passThrough` counts each request
 // by verb (and may act before one) on its way to the real client.
 import type { Logger } from 'pino';
-import type { Listener, StatusReportBatch } from '../../src/controlplane/schemas/index.ts';
+import type {
+  Deployment,
+  DeploymentCreate,
+  Listener,
+  StatusReportBatch,
+} from '../../src/controlplane/schemas/index.ts';
 import { EventRecorder, type KubeClient } from '../../src/kube/index.ts';
 import { DesiredState } from '../../src/reconcile/desiredState.ts';
 import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
+import { chooseTarget } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { StatusReporter } from '../../src/report/statusReporter.ts';
 import { FAST_RECONCILE } from './agentHarness.ts';
+import type { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
 
 export interface SoloReconcilerOptions {
   readonly kube: KubeClient;
@@ -88,4 +95,21 @@ export function passThrough(
     },
   };
   return { client, calls };
+}
+
+/** Creates a deployment in the control plane and sets it as desired, its target as the poller would choose it. */
+export async function desire(
+  client: Pick<ControlPlaneTestClient, 'createDeployment' | 'listAllRevisions'>,
+  desired: DesiredState,
+  body: DeploymentCreate,
+): Promise<Deployment> {
+  const deployment = await client.createDeployment(body);
+  const revisions = (await client.listAllRevisions(deployment.id)).items;
+  desired.set(deployment.id, {
+    kind: 'present',
+    deployment,
+    target: chooseTarget(deployment, revisions),
+    fingerprint: 'f',
+  });
+  return deployment;
 }
