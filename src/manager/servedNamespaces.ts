@@ -2,23 +2,18 @@
 // agent's allow-list keeps, each served (watched, a valid target) once its inventories are read.
 // A namespace added to the listener is served without a restart; one taken off is refused as a
 // target from the next render on.
-import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { InventoryStore } from '../reconcile/inventoryStore.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
-import type { Registration } from './registration.ts';
+import type { RegisterOptions, Registration } from './registration.ts';
 import { retryUntilAborted } from './retryUntilAborted.ts';
 
-export interface ServedNamespacesOptions {
+export interface ServedNamespacesOptions
+  extends Pick<RegisterOptions, 'allowedNamespaces' | 'agentNamespace' | 'logger'> {
   readonly controlPlane: Pick<ControlPlaneClient, 'getListener'>;
   /** The listener and its namespaces as registered: served first. */
   readonly registration: Registration;
-  /** The agent's own allow-list; undefined lets the listener's namespaces stand. */
-  readonly allowedNamespaces: readonly string[] | undefined;
-  /** Never managed (see managedNamespaces). */
-  readonly agentNamespace: string;
-  readonly logger: Logger;
 }
 
 export class ServedNamespaces {
