@@ -15,12 +15,6 @@ import {
 } from '../objects/ownership.ts';
 import type { RenderConfig } from '../render/renderConfig.ts';
 
-/**
- * The kinds listed in every cluster for the holders of a host: Ingress is built in. Superseded by
- * `routeKinds(render)`, which adds HTTPRoute where a Gateway is configured.
- */
-export const ROUTE_KINDS = ['Ingress'] as const;
-
 /** Every kind whose objects route a host to a Service. */
 const ALL_ROUTE_KINDS: readonly string[] = ['Ingress', 'HTTPRoute'];
 

@@ -16,6 +16,7 @@ import {
   type Env,
   k3sImageOf,
 } from './clusterChoice.ts';
+import { ensureCrdFiles, installCrds } from './crds.ts';
 import { ensureClusterBinaries, ensureNodeBinaries, startLocalCluster } from './localCluster.ts';
 import { type NodeImages, realNodeMissing } from './realNode.ts';
 
@@ -121,14 +122,32 @@ export async function provideCluster(
         realNode: { missing: 'the cluster is an existing one: the real node belongs to the local cluster' },
         stop: async () => {},
       };
-    case 'k3s':
-      return startK3s(binDir, env);
+    case 'k3s': {
+      const crds = await ensureCrdFiles();
+      if (!binDir) throw new Error('no kubectl to install the CRDs with: test/cluster/build.sh failed');
+      const cluster = await startK3s(binDir, env);
+      await installCrds(join(binDir, 'kubectl'), cluster.kubeconfigPath, crds, log).catch(
+        async (error: unknown) => {
+          await cluster.stop();
+          throw error;
+        },
+      );
+      return cluster;
+    }
     case 'local': {
       if (!binDir) throw new Error('no cluster binaries');
       const refusal = await realNodeRefusal(env);
       // A machine that can run the node builds it; a failed build is a failure, not a skip.
       const realNodeBinDir = refusal ? undefined : await ensureNodeBinaries();
+      const crds = await ensureCrdFiles();
       const cluster = await startLocalCluster({ binDir, realNodeBinDir, log });
+      // The Gateway API's and KEDA's kinds, served as a cluster with them installed serves them.
+      await installCrds(join(binDir, 'kubectl'), cluster.kubeconfigPath, crds, log).catch(
+        async (error: unknown) => {
+          await cluster.stop();
+          throw error;
+        },
+      );
       const realNode = cluster.realNode
         ? { registry: cluster.realNode.registry, images: cluster.realNode.images }
         : { missing: refusal ?? cluster.realNodeMissing ?? 'no real node was started' };

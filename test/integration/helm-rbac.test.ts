@@ -3,7 +3,7 @@
 // a whole lifecycle. Then, with the same token, everything outside its namespaces is denied, and
 // the chart grants no verb the agent did not use (its kube_requests metric of the run).
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +15,7 @@ import { type ManagedKind, resourceTypeOf } from '../../src/kube/resources.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { createNamespace, eventually, uniqueNamespace } from '../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../support/agentHarness.ts';
+import { gatewaySays } from '../support/gatewayStatus.ts';
 
 const run = promisify(execFile);
 const MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
@@ -59,7 +60,6 @@ let releaseNs: string;
 let foreignNs: string;
 let watched: readonly string[];
 let manifests: Manifest[];
-let saKubeconfigPath: string;
 let configPath: string;
 let tokenConfig: k8s.KubeConfig;
 
@@ -68,30 +68,39 @@ function agentEnv(): NodeJS.ProcessEnv {
   return Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('K8S_LISTENER_')));
 }
 
-beforeAll(async () => {
+interface InstalledRelease {
+  readonly manifests: Manifest[];
+  readonly configPath: string;
+  readonly tokenConfig: k8s.KubeConfig;
+}
+
+/**
+ * The chart installed as a platform team installs it (`helm install` with `config` among its
+ * values), a token of its ServiceAccount as the kubelet would mount it and nothing else, and an
+ * agent configuration that holds only that token.
+ */
+async function installRelease(options: {
+  readonly world: World;
+  readonly release: string;
+  readonly releaseNs: string;
+  readonly identity: string;
+  readonly config: Record<string, unknown>;
+  readonly render: Record<string, unknown>;
+}): Promise<InstalledRelease> {
+  const { world: where, release, releaseNs: namespace } = options;
   const kubeconfigPath = inject('kubeconfigPath');
   const binDir = inject('clusterBinDir');
-  world = await startWorld(kubeconfigPath, { namespaces: 2 });
-  watched = world.namespaces;
-  releaseNs = uniqueNamespace('listener');
-  foreignNs = uniqueNamespace('foreign');
-  for (const ns of [releaseNs, foreignNs]) await createNamespace(world.kube, ns);
-  await world.kube.core.createNamespacedSecret({
-    namespace: foreignNs,
-    body: { metadata: { name: 'not-yours' }, stringData: { password: 'foreign-secret-value' } },
-  });
-  work = await mkdtemp(join(tmpdir(), 'k8s-listener-rbac-'));
-
-  // The chart as a platform team installs it: two watched namespaces, the ingress class set.
-  const valuesPath = join(work, 'values.yaml');
+  const dir = join(work, release);
+  await mkdir(dir, { recursive: true });
+  const valuesPath = join(dir, 'values.yaml');
   await writeFile(
     valuesPath,
     stringify({
-      listenerId: world.listenerId,
-      controlPlane: { url: world.emulator.url, apiKey: 'not-a-real-key' },
-      namespaces: [...watched],
+      listenerId: where.listenerId,
+      controlPlane: { url: where.emulator.url, apiKey: 'not-a-real-key' },
+      namespaces: [...where.namespaces],
       replicaCount: 1,
-      config: { render: { ingress: { className: INGRESS_CLASS } } },
+      config: options.config,
     }),
   );
   const helmEnv = {
@@ -102,29 +111,29 @@ beforeAll(async () => {
   };
   await run(
     join(binDir, 'helm'),
-    ['install', RELEASE, CHART, '-n', releaseNs, '-f', valuesPath, '--kubeconfig', kubeconfigPath],
+    ['install', release, CHART, '-n', namespace, '-f', valuesPath, '--kubeconfig', kubeconfigPath],
     { env: helmEnv },
   );
   const { stdout } = await run(
     join(binDir, 'helm'),
-    ['get', 'manifest', RELEASE, '-n', releaseNs, '--kubeconfig', kubeconfigPath],
+    ['get', 'manifest', release, '-n', namespace, '--kubeconfig', kubeconfigPath],
     { env: helmEnv, maxBuffer: 16 * 1024 * 1024 },
   );
-  manifests = parseAllDocuments(stdout)
+  const installed = parseAllDocuments(stdout)
     .map((doc) => doc.toJSON() as Manifest | null)
     .filter((m): m is Manifest => m !== null);
-  const serviceAccount = manifests.find((m) => m.kind === 'ServiceAccount')?.metadata.name ?? '';
+  const serviceAccount = installed.find((m) => m.kind === 'ServiceAccount')?.metadata.name ?? '';
 
   // A token of the chart's ServiceAccount, as the kubelet would mount it, and nothing else.
-  const token = await world.kube.core.createNamespacedServiceAccountToken({
+  const token = await where.kube.core.createNamespacedServiceAccountToken({
     name: serviceAccount,
-    namespace: releaseNs,
+    namespace,
     body: { spec: { expirationSeconds: 3600, audiences: [] } },
   });
-  const cluster = world.kube.config.getCurrentCluster();
-  saKubeconfigPath = join(work, 'sa-kubeconfig');
+  const cluster = where.kube.config.getCurrentCluster();
+  const tokenKubeconfig = join(dir, 'sa-kubeconfig');
   await writeFile(
-    saKubeconfigPath,
+    tokenKubeconfig,
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
@@ -144,28 +153,57 @@ beforeAll(async () => {
     }),
     { mode: 0o600 },
   );
-  tokenConfig = new k8s.KubeConfig();
-  tokenConfig.loadFromFile(saKubeconfigPath);
+  const config = new k8s.KubeConfig();
+  config.loadFromFile(tokenKubeconfig);
 
-  configPath = join(work, 'config.yaml');
+  const agentConfig = join(dir, 'config.yaml');
   await writeFile(
-    configPath,
+    agentConfig,
     stringify({
-      listenerId: world.listenerId,
-      controlPlane: { baseUrl: world.emulator.url },
-      kubeconfig: saKubeconfigPath,
-      namespaces: [...watched],
-      identity: IDENTITY,
-      agentNamespace: releaseNs,
+      listenerId: where.listenerId,
+      controlPlane: { baseUrl: where.emulator.url },
+      kubeconfig: tokenKubeconfig,
+      namespaces: [...where.namespaces],
+      identity: options.identity,
+      agentNamespace: namespace,
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: 'info' },
-      render: { ingress: { className: INGRESS_CLASS, allowedHostSuffixes: ['rbac.example.test'] } },
+      render: options.render,
       reconcile: {
         ...FAST_RECONCILE,
         leaderElection: { leaseDurationMs: 3_000, renewDeadlineMs: 2_000, retryPeriodMs: 500 },
       },
     }),
   );
+  return {
+    manifests: installed,
+    configPath: agentConfig,
+    tokenConfig: config,
+  };
+}
+
+beforeAll(async () => {
+  world = await startWorld(inject('kubeconfigPath'), { namespaces: 2 });
+  watched = world.namespaces;
+  releaseNs = uniqueNamespace('listener');
+  foreignNs = uniqueNamespace('foreign');
+  for (const ns of [releaseNs, foreignNs]) await createNamespace(world.kube, ns);
+  await world.kube.core.createNamespacedSecret({
+    namespace: foreignNs,
+    body: { metadata: { name: 'not-yours' }, stringData: { password: 'foreign-secret-value' } },
+  });
+  work = await mkdtemp(join(tmpdir(), 'k8s-listener-rbac-'));
+
+  // The chart as a platform team installs it: two watched namespaces, the ingress class set.
+  const installed = await installRelease({
+    world,
+    release: RELEASE,
+    releaseNs,
+    identity: IDENTITY,
+    config: { render: { ingress: { className: INGRESS_CLASS } } },
+    render: { ingress: { className: INGRESS_CLASS, allowedHostSuffixes: ['rbac.example.test'] } },
+  });
+  ({ manifests, configPath, tokenConfig } = installed);
 }, 300_000);
 
 afterAll(async () => {
@@ -482,6 +520,25 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
     };
     const plain = await template();
     expect(plain.verbsOn('n1', 'ingresses')).toEqual([]);
+    for (const resource of ['httproutes', 'scaledobjects', 'triggerauthentications'])
+      expect(plain.verbsOn('n1', resource), resource).toEqual([]);
+    // A Gateway and KEDA queue scaling: HTTPRoutes and KEDA's kinds, in their own API groups.
+    const routedAndScaled = await template(
+      'config.render.gateway.parentRefs[0].name=shared',
+      'config.render.autoscaling.queue=keda',
+    );
+    expect(routedAndScaled.verbsOn('n1', 'ingresses')).toEqual([]);
+    const all = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
+    expect(routedAndScaled.rulesOf('n1')).toEqual(
+      expect.arrayContaining([
+        { apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes'], verbs: all },
+        { apiGroups: ['keda.sh'], resources: ['scaledobjects', 'triggerauthentications'], verbs: all },
+      ]),
+    );
+    // Each only with its own setting.
+    const scaledOnly = await template('config.render.autoscaling.queue=keda');
+    expect(scaledOnly.verbsOn('n1', 'httproutes')).toEqual([]);
+    expect(scaledOnly.verbsOn('n1', 'scaledobjects')).toEqual(all);
     expect(plain.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['get', 'list', 'watch']);
     const configured = await template(
       'config.render.ingress.className=public',
@@ -537,6 +594,9 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'PodDisruptionBudget',
       'Ingress',
       'NetworkPolicy',
+      'HTTPRoute',
+      'ScaledObject',
+      'TriggerAuthentication',
       'Lease',
     ];
     const allowedWrites: string[] = [];
@@ -646,5 +706,188 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
         verb: 'patch',
       }),
     ).toBe(true);
+  });
+});
+
+describe('the chart’s RBAC with a Gateway and KEDA queue scaling, proven by its own token', () => {
+  const RELEASE_GK = 'agent-gk';
+  const GATEWAY = { namespace: 'gateways', name: 'shared' };
+  const KINDS = ['httproutes', 'scaledobjects', 'triggerauthentications'];
+  let gkWorld: World;
+  let gkReleaseNs: string;
+  let gk: InstalledRelease;
+
+  beforeAll(async () => {
+    gkWorld = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
+    gkReleaseNs = uniqueNamespace('listener-gk');
+    await createNamespace(gkWorld.kube, gkReleaseNs);
+    const render = {
+      gateway: { parentRefs: [GATEWAY] },
+      autoscaling: { queue: 'keda' },
+    };
+    gk = await installRelease({
+      world: gkWorld,
+      release: RELEASE_GK,
+      releaseNs: gkReleaseNs,
+      identity: 'rbac-agent-gk',
+      config: { render },
+      render: { ...render, ingress: { allowedHostSuffixes: ['rbac.example.test'] } },
+    });
+  }, 300_000);
+  afterAll(async () => {
+    await gkWorld?.close();
+    if (gkReleaseNs) await gkWorld?.kube.core.deleteNamespace({ name: gkReleaseNs }).catch(() => undefined);
+  });
+
+  it('routes and scales a deployment through its lifecycle with nothing forbidden, using each permission granted for it', async () => {
+    const [ns = ''] = gkWorld.namespaces;
+    let output = '';
+    const child: ChildProcess = spawn(process.execPath, [MAIN, 'run', '--config', gk.configPath], {
+      env: agentEnv(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let requests: RequestSample[] = [];
+    const custom = gkWorld.kube.config.makeApiClient(k8s.CustomObjectsApi);
+    try {
+      const probes = await eventually(
+        'the probe address',
+        async () => /"probes":"(http:\/\/[^"]+)"/.exec(output)?.[1],
+        20_000,
+      );
+      const deployment = await gkWorld.client.createDeployment(
+        app(gkWorld, 'routed', ns, {
+          source_config: {
+            listener_id: gkWorld.listenerId,
+            listener_config: { k8s_namespace: ns },
+            custom_url: 'https://routed.rbac.example.test/agents',
+            resource_spec: {
+              min_scale: 1,
+              max_scale: 1,
+              cpu: 0.1,
+              memory_mb: 64,
+              queue_min_scale: 1,
+              queue_max_scale: 3,
+              queue_cpu: 0.1,
+              db_storage_gi: 1,
+            },
+          },
+        }),
+      );
+      const selector = `${LABEL_DEPLOYMENT_ID}=${deployment.id}`;
+      const count = async (group: string, version: string, plural: string) =>
+        (
+          (await custom.listNamespacedCustomObject({
+            group,
+            version,
+            namespace: ns,
+            plural,
+            labelSelector: selector,
+          })) as { items: unknown[] }
+        ).items.length;
+      const counts = async () =>
+        (await count('gateway.networking.k8s.io', 'v1', 'httproutes')) +
+        (await count('keda.sh', 'v1alpha1', 'scaledobjects')) +
+        (await count('keda.sh', 'v1alpha1', 'triggerauthentications'));
+      await eventually(
+        'the route and the scaler applied',
+        async () => ((await counts()) === 3 ? true : undefined),
+        60_000,
+      );
+      await gatewaySays(gkWorld.kube, { namespace: ns, name: 'routed' }, GATEWAY, {
+        status: 'True',
+        reason: 'Accepted',
+        message: 'route attached',
+      });
+      await waitForRevision(gkWorld, deployment, 'DEPLOYED', 90_000);
+
+      // Drift repaired with the same token: the route deleted by hand comes back.
+      await custom.deleteNamespacedCustomObject({
+        group: 'gateway.networking.k8s.io',
+        version: 'v1',
+        namespace: ns,
+        plural: 'httproutes',
+        name: 'routed',
+      });
+      await eventually('the route restored', async () => ((await counts()) === 3 ? true : undefined), 60_000);
+
+      await gkWorld.client.deleteDeployment(deployment.id);
+      await eventually(
+        'the route and the scaler pruned',
+        async () => ((await counts()) === 0 ? true : undefined),
+        60_000,
+      );
+      requests = parseKubeRequests(await (await fetch(`${probes}/metrics`)).text());
+      child.kill('SIGTERM');
+      expect(await exited, output).toBe(0);
+    } catch (error) {
+      const refused = output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line));
+      throw new Error(`${String(error)}; the agent's refused requests: ${refused.slice(0, 5).join('\n')}`, {
+        cause: error,
+      });
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(requests.filter((r) => r.code === '403')).toEqual([]);
+    expect(output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
+
+    // Every verb the Role grants on these kinds was used (reads of a miss aside, as above).
+    const used = new Set(requests.flatMap(permissionsOf));
+    const role = gk.manifests.filter((m) => m.kind === 'Role' && m.metadata.namespace === ns);
+    const grantedHere = role
+      .flatMap((r) => r.rules ?? [])
+      .flatMap((rule) =>
+        rule.resources
+          .filter((resource) => KINDS.includes(resource))
+          .flatMap((resource) => rule.verbs.map((verb) => `${rule.apiGroups[0]}/${resource} ${verb}`)),
+      );
+    expect(grantedHere).toHaveLength(18);
+    expect(grantedHere.filter((p) => !used.has(p)).sort()).toEqual([]);
+  });
+
+  it('grants the Gateway’s and KEDA’s kinds to this release’s token alone, in its namespaces alone', async () => {
+    const [ns = ''] = gkWorld.namespaces;
+    for (const [group, resource] of [
+      ['gateway.networking.k8s.io', 'httproutes'],
+      ['keda.sh', 'scaledobjects'],
+      ['keda.sh', 'triggerauthentications'],
+    ] as const) {
+      expect(
+        await allowed(gk.tokenConfig, { namespace: ns, group, resource, verb: 'create' }),
+        resource,
+      ).toBe(true);
+      expect(await allowed(gk.tokenConfig, { namespace: gkReleaseNs, group, resource, verb: 'create' })).toBe(
+        false,
+      );
+      // The release configured for Ingresses is granted none of them, in its own namespaces either.
+      expect(
+        await allowed(tokenConfig, { namespace: watched[0] ?? '', group, resource, verb: 'create' }),
+      ).toBe(false);
+    }
+  });
+
+  it('passes `check` with the same token', async () => {
+    const result = await run(
+      process.execPath,
+      [MAIN, 'check', '--config', gk.configPath, '--output', 'json'],
+      {
+        env: agentEnv(),
+      },
+    ).catch((error: { code: number; stdout: string; stderr: string }) => error);
+    const report = JSON.parse(result.stdout) as { checks: { id: string; ok: boolean; reason?: string }[] };
+    expect(report.checks.filter((c) => !c.ok)).toEqual([]);
+    const asked = report.checks.map((c) => c.id).join(' ');
+    for (const resource of [
+      'httproutes.gateway.networking.k8s.io',
+      'scaledobjects.keda.sh',
+      'triggerauthentications.keda.sh',
+    ])
+      expect(asked).toContain(resource);
   });
 });
