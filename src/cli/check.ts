@@ -9,6 +9,7 @@ import { type AccessQuestion, reviewAccess, selfUserName } from '../kube/accessR
 import { isForbidden, isNotFound, KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, KubeObject } from '../kube/index.ts';
 import { formatMicroTime } from '../kube/microTime.ts';
+import { resourceTypeOf } from '../kube/resources.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
 import { statusPhase } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
@@ -20,6 +21,7 @@ import {
   qualifiedResource,
   type RequiredAccess,
 } from '../reconcile/requiredAccess.ts';
+import { customKinds } from '../reconcile/watchedKinds.ts';
 import { terminalJson, terminalText } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { type CommandSetup, commandSetup } from './commandSetup.ts';
@@ -31,7 +33,8 @@ Checks, one line each (✓ or ✗ with the reason and the fix), that the agent c
 configuration loads; the control plane answers and accepts the API key; the listener exists, is
 k8s, and shares namespaces with the allow-list; each namespace exists; every permission the agent
 uses is granted (SelfSubjectAccessReview) in each namespace it manages, and its Lease in its own
-namespace; the Kubernetes version is supported (${SUPPORTED_RANGE}).
+namespace; the Kubernetes version is supported (${SUPPORTED_RANGE}); the custom resources the
+configuration has it write (an HTTPRoute, KEDA's ScaledObject) are served.
 Exit code 0 when every check passes, 1 otherwise, 2 for a usage error.
 ${CONFIG_FLAGS_USAGE}
   --output FORMAT        text (default) or json
@@ -244,6 +247,7 @@ async function checkCluster(
     return;
   }
   const reachable = await checkApiServer(kube, lines);
+  if (reachable) lines.push(...(await servedKindLines(kube, config.render)));
   if (!reachable) {
     lines.push({
       id: 'namespaces',
@@ -317,6 +321,52 @@ function mergeAccess(
     merged.set(key, { namespace, access: { ...(seen?.access ?? access), verbs } });
   }
   return [...merged.values()];
+}
+
+/**
+ * One line per custom resource the configuration has render write (an HTTPRoute, KEDA's kinds):
+ * served by the API server, or not — its CRDs are not installed, and every deployment would fail
+ * to apply.
+ */
+export async function servedKindLines(
+  kube: Pick<KubeClient, 'requestJson'>,
+  render: AgentConfig['render'],
+): Promise<CheckLine[]> {
+  const lines: CheckLine[] = [];
+  for (const { kind, setting, from } of customKinds(render)) {
+    const type = resourceTypeOf(kind);
+    if (!type) continue;
+    const resource = `${type.plural}.${type.group}/${type.version}`;
+    let served = false;
+    let reason = `${type.group}/${type.version} lists no ${type.plural}`;
+    try {
+      const list = await kube.requestJson('GET', `/apis/${type.group}/${type.version}`, {
+        kind: 'APIResourceList',
+      });
+      const resources = (list as { resources?: unknown }).resources;
+      served =
+        Array.isArray(resources) &&
+        resources.some((r) => (r as { name?: unknown } | null)?.name === type.plural);
+    } catch (error) {
+      reason = isNotFound(error)
+        ? `the API server does not serve ${type.group}/${type.version}`
+        : error instanceof Error
+          ? error.message
+          : String(error);
+    }
+    lines.push(
+      served
+        ? { id: `kind/${resource}`, ok: true, title: `the API server serves ${resource} (${kind})` }
+        : {
+            id: `kind/${resource}`,
+            ok: false,
+            title: `the API server does not serve ${resource}, which ${setting} has the agent write`,
+            reason,
+            fix: `install ${from} in the cluster, or unset ${setting}`,
+          },
+    );
+  }
+  return lines;
 }
 
 /** The API server line and the version line; false when the server could not be asked at all. */

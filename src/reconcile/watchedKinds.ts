@@ -46,6 +46,30 @@ export function watchedKinds(
   );
 }
 
+/** A custom resource render writes: served only where its CRDs are installed. */
+export interface CustomKind {
+  readonly kind: 'HTTPRoute' | 'ScaledObject' | 'TriggerAuthentication';
+  /** The setting that makes render write it. */
+  readonly setting: string;
+  /** What installs its CRD. */
+  readonly from: string;
+}
+
+/** The custom resources render writes under this configuration. */
+export function customKinds(render: Pick<RenderConfig, 'gateway' | 'autoscaling'>): CustomKind[] {
+  const kinds: CustomKind[] = [];
+  if (render.gateway.parentRefs.length > 0)
+    kinds.push({
+      kind: 'HTTPRoute',
+      setting: 'render.gateway.parentRefs',
+      from: "the Gateway API's standard CRDs",
+    });
+  if (render.autoscaling.queue === 'keda')
+    for (const kind of ['ScaledObject', 'TriggerAuthentication'] as const)
+      kinds.push({ kind, setting: 'render.autoscaling.queue: keda', from: 'KEDA' });
+  return kinds;
+}
+
 /**
  * Kinds read for rollout status and never written: watched into the cache (so a recheck reads
  * them without a request), they wake no deployment — their workloads' status changes do.

@@ -889,5 +889,11 @@ describe('the chart’s RBAC with a Gateway and KEDA queue scaling, proven by it
       'triggerauthentications.keda.sh',
     ])
       expect(asked).toContain(resource);
+    // And the cluster serves them (their CRDs are installed).
+    expect(report.checks.filter((c) => c.id.startsWith('kind/')).map((c) => [c.id, c.ok])).toEqual([
+      ['kind/httproutes.gateway.networking.k8s.io/v1', true],
+      ['kind/scaledobjects.keda.sh/v1alpha1', true],
+      ['kind/triggerauthentications.keda.sh/v1alpha1', true],
+    ]);
   });
 });
