@@ -61,6 +61,13 @@ export function planQueueScaler(
     );
     return undefined;
   }
+  // The deployment's own connection string would have KEDA's operator dial any address it names.
+  if (connection.kind !== 'generated' && !config.autoscaling.keda.broughtDatabases) {
+    notes.push(
+      'queue workers scale on cpu: KEDA counts runs in a database the deployment brings only with render.autoscaling.keda.broughtDatabases',
+    );
+    return undefined;
+  }
   const jobsEnv = config.queue.jobsPerWorkerEnv;
   const secretIndex = jobsEnv === null ? -1 : input.secrets.findIndex((secret) => secret.name === jobsEnv);
   const secret = input.secrets[secretIndex];

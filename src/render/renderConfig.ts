@@ -386,6 +386,12 @@ export const RenderConfig = z
               .describe(
                 "`sslmode` of KEDA's connection to the database the agent renders, which serves no TLS. A database the deployment brings is reached by its own connection string.",
               ),
+            broughtDatabases: z
+              .boolean()
+              .default(false)
+              .describe(
+                "Count runs in a database the deployment brings too (`render.database.bringYourOwnNames`), with the connection string its pods read: KEDA's operator then connects, from its own namespace, to whatever address the deployment names — past any egress policy on the deployment's own pods. Off: such a deployment's queue workers scale on cpu, with a note.",
+              ),
             operatorNamespace: z
               .string()
               .min(1)

@@ -182,11 +182,28 @@ describe('queue workers scaled on runs', () => {
     expect(result.value.notes).toContainEqual(expect.stringContaining('from a secret reference'));
   });
 
-  it('reads a database the deployment brings from the Secret its pods read it from', () => {
+  it('dials no database the deployment brings unless the platform opts in: its own address would be KEDA’s to dial', () => {
+    const brought = input({ queue_min_scale: 1, queue_max_scale: 3 }, [
+      { name: 'DATABASE_URI', value: 'postgresql://u:pw@10.0.0.99:5432/app' },
+    ]);
+    const result = render(brought);
+    if (!result.ok) throw result.error;
+    const kinds = result.value.objects.map((o) => o.kind);
+    expect(kinds).not.toContain('ScaledObject');
+    expect(kinds).not.toContain('TriggerAuthentication');
+    expect(named(result.value.objects, 'HorizontalPodAutoscaler', 'hello-queue')).toBeDefined();
+    expect(result.value.notes).toContainEqual(
+      expect.stringContaining('only with render.autoscaling.keda.broughtDatabases'),
+    );
+  });
+
+  it('with the platform’s consent, reads a database the deployment brings from the Secret its pods read it from', () => {
+    const consent: RenderConfigInput = { autoscaling: { queue: 'keda', keda: { broughtDatabases: true } } };
     const own = objects(
       input({ queue_min_scale: 1, queue_max_scale: 3 }, [
         { name: 'DATABASE_URI', value: 'postgresql://u:pw@db.example.test/app' },
       ]),
+      consent,
     );
     expect(named(own, 'TriggerAuthentication', 'hello-queue')?.spec.secretTargetRef).toEqual([
       { parameter: 'connection', name: 'hello-secrets', key: 'DATABASE_URI' },
@@ -196,6 +213,8 @@ describe('queue workers scaled on runs', () => {
     // The connection string (its password) is in no object but the deployment's own Secret.
     for (const object of own.filter((o) => o.kind !== 'Secret'))
       expect(JSON.stringify(object), object.kind).not.toContain('pw@');
+    // No database of the agent's: KEDA's namespace is admitted to nothing.
+    expect(JSON.stringify(named(own, 'NetworkPolicy', 'hello'))).not.toContain('keda');
 
     const referenced = objects(
       input(
@@ -203,6 +222,7 @@ describe('queue workers scaled on runs', () => {
         [],
         [{ name: 'POSTGRES_URI', secret_name: 'platform-db', secret_key: 'uri' }],
       ),
+      consent,
     );
     expect(named(referenced, 'TriggerAuthentication', 'hello-queue')?.spec.secretTargetRef).toEqual([
       { parameter: 'connection', name: 'platform-db', key: 'uri' },
