@@ -216,11 +216,12 @@ describe('the npm package', () => {
   it('renders a deployment exactly as the sources do', async () => {
     const file = join(work, 'deployment.json');
     await copyFile(FIXTURE, file);
-    // The maximal example mounts an nfs volume (Pod Security baseline allows it) and names a ServiceAccount.
+    // The maximal example mounts an nfs volume (Pod Security baseline allows it), an inline CSI
+    // volume of the secrets-store driver, and names a ServiceAccount.
     const config = join(work, 'render-config.yaml');
     await writeFile(
       config,
-      'render:\n  policy:\n    podSecurity: baseline\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n',
+      'render:\n  policy:\n    podSecurity: baseline\n    serviceAccounts: [agent-platform]\n    serviceAccountTokens: true\n    csiDrivers: [secrets-store.csi.k8s.io]\n',
     );
     const packaged = await exec(NODE, [bin, 'render', '--file', file, '--config', config], installDir);
     expect(packaged.code, packaged.stderr).toBe(0);
