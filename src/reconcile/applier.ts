@@ -245,7 +245,7 @@ export class Applier {
     }
   }
 
-  /** Writes one step that #plan found missing or not as desired; returns the object live. */
+  /** Writes one step that plan found missing or not as desired; returns the object live. */
   async #write(
     step: ApplyStep,
     deploymentId: string,
@@ -269,9 +269,9 @@ export class Applier {
   }
 
   /**
-   * Sends one step's write, or its server-side dry run. An unread object (see #readOwned) that
+   * Sends one step's write, or its server-side dry run. An unread object (see readOwned) that
    * exists after all — its create-only write answered 409, nothing written — is read and judged
-   * as #readOwned judges what it finds: another owner's is refused and left as it is; ours (made
+   * as readOwned judges what it finds: another owner's is refused and left as it is; ours (made
    * since the watch listed, not yet seen) is written as found.
    */
   async #send(

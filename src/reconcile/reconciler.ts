@@ -233,7 +233,7 @@ export class Reconciler {
       agentChange = this.#agentChangeTurn(recorded, next, steps);
       if (agentChange?.admitted === false)
         return await this.#held(deploymentId, entry, namespace, objects, steps, agentChange, logIn, signal);
-      // A first apply (no inventory, nothing live) dry-runs only its workloads but one (#firstApply).
+      // A first apply (no inventory, nothing live) dry-runs only its workloads but one (Applier.firstApply).
       const first = previous.length === 0 && steps.every((step) => step.before === undefined);
       if (!first)
         await this.#applier.dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);

@@ -55,7 +55,7 @@ export class ReferenceGuard {
     objects: readonly KubeObject[],
     signal: AbortSignal | undefined,
   ): Promise<void> {
-    // This render's own objects: #readOwned already refused any of their names that is taken.
+    // This render's own objects: the applier's readOwned already refused any of their names that is taken.
     const rendered = new Set(objects.map((object) => entryId(entryOf(object))));
     type Looked = { ref: ObjectRef & { namespace: string }; named: Reference[]; bound: TemplateClaim[] };
     const byId = new Map<string, Looked>();
