@@ -17,7 +17,7 @@ import { routePathPrefix } from '../../src/render/routes.ts';
 import { Reason } from '../../src/report/rolloutStatus.ts';
 import { parseStatusAnnotation } from '../../src/report/statusAnnotation.ts';
 import { REQUIRED_CRDS } from '../cluster/crds.ts';
-import { adminKube, eventually } from '../support/adminKube.ts';
+import { adminKube, eventually, uniqueNamespace } from '../support/adminKube.ts';
 import {
   app,
   revisionStatus,
@@ -34,13 +34,39 @@ const GATEWAY_GROUP = 'gateway.networking.k8s.io';
 const admin = () => adminKube(inject('kubeconfigPath'));
 
 let kube: KubeClient;
+/**
+ * The fixtures' namespaces (`apps`, `apps-staging`), each dry run in a namespace of this file's
+ * own: the cluster is shared, and a namespace named `apps` left behind is one the install test of
+ * the README's chart (which makes `apps` itself) cannot take.
+ */
+const testNamespaces = new Map<string, string>();
 beforeAll(async () => {
   kube = await KubeClient.fromKubeconfig(inject('kubeconfigPath'), { logger: pino({ level: 'silent' }) });
   const { core } = admin();
-  for (const name of listener.compute_config?.k8s_namespaces ?? [])
-    await core.createNamespace({ body: { metadata: { name } } }).catch(() => undefined);
+  for (const name of listener.compute_config?.k8s_namespaces ?? []) {
+    const own = uniqueNamespace(name);
+    await core.createNamespace({ body: { metadata: { name: own } } });
+    testNamespaces.set(name, own);
+  }
 });
-afterAll(() => kube.close());
+afterAll(async () => {
+  const { core } = admin();
+  for (const name of testNamespaces.values()) await core.deleteNamespace({ name }).catch(() => undefined);
+  kube.close();
+});
+
+/** A server-side dry run of a rendered object, in this file's namespace for its own. */
+function dryRun(object: KubeObject): Promise<KubeObject> {
+  const namespace = object.metadata.namespace;
+  const moved =
+    namespace === undefined
+      ? object
+      : {
+          ...object,
+          metadata: { ...object.metadata, namespace: testNamespaces.get(namespace) ?? namespace },
+        };
+  return kube.apply(moved, { force: true, dryRun: true });
+}
 
 function rendered(deployment: Deployment): KubeObject[] {
   const result = renderDeployment(
@@ -69,7 +95,7 @@ describe('objects rendered for a Gateway and KEDA, against the API server', () =
     const kinds = objects.map((o) => o.kind);
     expect(kinds).toEqual(expect.arrayContaining(['HTTPRoute', 'ScaledObject', 'TriggerAuthentication']));
     for (const object of objects) {
-      const live = await kube.apply(object, { force: true, dryRun: true });
+      const live = await dryRun(object);
       expect(live.metadata.name, `${object.kind}/${object.metadata.name}`).toBe(object.metadata.name);
     }
   });
@@ -104,7 +130,7 @@ describe('objects rendered for a Gateway and KEDA, against the API server', () =
           expect('problem' in routePathPrefix(url), url).toBe(true);
           return;
         }
-        for (const object of result.value.objects) await kube.apply(object, { force: true, dryRun: true });
+        for (const object of result.value.objects) await dryRun(object);
         admitted++;
       }),
       { numRuns: 30 },
@@ -124,7 +150,7 @@ describe('objects rendered for a Gateway and KEDA, against the API server', () =
     const match = body.spec.rules[0]?.matches[0];
     if (!match) throw new Error('the route has no match');
     match.path.value = path;
-    await expect(kube.apply(body, { force: true, dryRun: true })).rejects.toMatchObject({ status: 422 });
+    await expect(dryRun(body)).rejects.toMatchObject({ status: 422 });
     expect(routePathPrefix(`https://agents.example.test${path}`)).toHaveProperty('problem');
   });
 });

@@ -89,24 +89,38 @@ describe('agent processes', () => {
     const working = await world.client.createDeployment(app(world, 'usurped', world.namespaces[0] ?? ''));
     await waitForRevision(world, working, 'DEPLOYED');
 
-    // Another holder writes the lease, as a replica that judged it expired would.
+    // Another holder writes the lease, as a replica that judged it expired would: read and
+    // replaced, again when the leader's renewal (every 0.5 s) lands in between (409 Conflict).
     const coordination = world.kube.config.makeApiClient(k8s.CoordinationV1Api);
-    const lease = await coordination.readNamespacedLease({ name: leaseName, namespace: 'default' });
-    const now = new k8s.V1MicroTime();
-    await coordination.replaceNamespacedLease({
-      name: leaseName,
-      namespace: 'default',
-      body: {
-        ...lease,
-        spec: {
-          ...lease.spec,
-          holderIdentity: 'usurper',
-          leaseDurationSeconds: 60,
-          acquireTime: now,
-          renewTime: now,
-        },
+    await eventually(
+      'the lease taken over',
+      async () => {
+        const lease = await coordination.readNamespacedLease({ name: leaseName, namespace: 'default' });
+        const now = new k8s.V1MicroTime();
+        try {
+          await coordination.replaceNamespacedLease({
+            name: leaseName,
+            namespace: 'default',
+            body: {
+              ...lease,
+              spec: {
+                ...lease.spec,
+                holderIdentity: 'usurper',
+                leaseDurationSeconds: 60,
+                acquireTime: now,
+                renewTime: now,
+              },
+            },
+          });
+          return true;
+        } catch (error) {
+          if ((error as { code?: number }).code === 409) return undefined;
+          throw error;
+        }
       },
-    });
+      10_000,
+      50,
+    );
     const takenAt = Date.now();
     const code = await Promise.race([
       agent.exited,
