@@ -28,6 +28,7 @@ import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/
 import { podSummary } from '../report/podProblems.ts';
 import { DETAILED_CONDITIONS, STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
+import { sleep } from '../sleep.ts';
 import { loadDigestKey } from './digestKey.ts';
 import { type Registration, recordVersion } from './registration.ts';
 import { retryUntilAborted } from './retryUntilAborted.ts';
@@ -36,6 +37,8 @@ import { SuspensionFollower } from './suspensionFollower.ts';
 
 /** How long a status change waits for the rest of its burst before it wakes its deployment. */
 const STATUS_SETTLE_MS = 1_000;
+/** How long the first reconciles wait for the watches to list (controller-runtime waits without bound). */
+const CACHE_SYNC_WAIT_MS = 30_000;
 
 export interface LeaderSessionOptions {
   readonly kube: KubeClient;
@@ -144,6 +147,18 @@ export class LeaderSession {
       if (!(await this.#namespaces.load(parts.inventories, signal))) return;
       // Before the first reconcile too: a suspended deployment is not applied after a restart.
       if (!(await parts.suspensions.load(signal))) return;
+      // As controller-runtime's WaitForCacheSync: the watches list first, so that the first
+      // reconciles read their objects from the cache (each one before it was a GET answering 404
+      // for every object a cold sync had yet to make). Bounded: a namespace whose listing is
+      // refused or slow delays nothing longer (its reads are requests until it lists).
+      const synced = this.#namespaces.served.map((namespace) => this.#watch(parts, namespace));
+      const waited = new AbortController();
+      await Promise.race([
+        Promise.all(synced),
+        sleep(CACHE_SYNC_WAIT_MS, AbortSignal.any([signal, waited.signal])).catch(() => undefined),
+      ]);
+      waited.abort();
+      if (signal.aborted) return;
       // The workers get the lease's signal only: a graceful stop lets in-flight work finish.
       parts.queue.start(
         reconcileWorker({
@@ -155,7 +170,6 @@ export class LeaderSession {
           signal: leadership,
         }),
       );
-      for (const namespace of this.#namespaces.served) this.#watch(parts, namespace);
       resyncTimer = setInterval(() => {
         for (const id of parts.desired.ids()) parts.queue.add(id, 'low');
       }, config.resyncIntervalMs);
@@ -197,10 +211,28 @@ export class LeaderSession {
     const log = this.#log;
     const listenerId = this.#namespaces.listener.id;
     const desired = new DesiredState();
-    const inventories = new InventoryStore(kube, listenerId, (rejected) => {
-      metrics.inventoriesRejected.inc();
-      log.warn(rejected, 'inventory ignored: it does not hold together, so nothing is deleted by it');
+    // Indexed by deployment: the kinds the reconciler lists a deployment's objects of.
+    const cache = new ObjectCache({
+      indexLabel: LABEL_DEPLOYMENT_ID,
+      indexedKinds: OWNED_LISTED_KINDS,
+      statusKinds: STATUS_READ_KINDS,
+      detailedConditions: DETAILED_CONDITIONS,
+      // The inventories: their store holds what they record; the cache, who owns them.
+      bodylessKinds: ['ConfigMap'],
+      keptAnnotations: isAgentAnnotation,
+      sharedAnnotations: SHARED_ANNOTATIONS,
     });
+    const inventories = new InventoryStore(
+      kube,
+      listenerId,
+      (rejected) => {
+        metrics.inventoriesRejected.inc();
+        log.warn(rejected, 'inventory ignored: it does not hold together, so nothing is deleted by it');
+      },
+      // Its watch event is then the echo of our own write: no wake (each had woken its deployment
+      // for one more reconcile right after its first apply).
+      (written) => cache.written(written),
+    );
     const reporter = new StatusReporter({
       sink: this.#o.controlPlane,
       listenerId,
@@ -228,17 +260,6 @@ export class LeaderSession {
       wake: (id) => queue.add(id),
       metrics,
       logger: log,
-    });
-    // Indexed by deployment: the kinds the reconciler lists a deployment's objects of.
-    const cache = new ObjectCache({
-      indexLabel: LABEL_DEPLOYMENT_ID,
-      indexedKinds: OWNED_LISTED_KINDS,
-      statusKinds: STATUS_READ_KINDS,
-      detailedConditions: DETAILED_CONDITIONS,
-      // The inventories: their store holds what they record; the cache, who owns them.
-      bodylessKinds: ['ConfigMap'],
-      keptAnnotations: isAgentAnnotation,
-      sharedAnnotations: SHARED_ANNOTATIONS,
     });
     const reconciler = new Reconciler({
       kube,
@@ -301,7 +322,8 @@ export class LeaderSession {
     );
   }
 
-  #watch(parts: Parts, namespace: string): void {
+  /** Starts the watches of a namespace; resolves once they have all listed (false: stopped first). */
+  #watch(parts: Parts, namespace: string): Promise<boolean> {
     const kinds = watchedKinds(this.#o.render);
     const labelSelector = `${LABEL_LISTENER_ID}=${this.#namespaces.listener.id}`;
     const owned = new OwnedObjectWatcher({
@@ -320,9 +342,12 @@ export class LeaderSession {
         const id = event.object.metadata.labels[LABEL_DEPLOYMENT_ID];
         if (change === 'none' || !id || !parts.desired.get(id)) return;
         // A workload's status moves in bursts (each replica updated, ready, available): one
-        // reconcile a moment later reads them all. Any other change (a hand edit, a deletion)
-        // is repaired at once.
-        if (change === 'status') parts.queue.addAfter(id, STATUS_SETTLE_MS);
+        // reconcile a moment later reads them all, queued low: behind a cold sync's deployments
+        // not yet applied its moves gather into one run (ahead of them, each burst of every
+        // deployment applied so far was a run of its own), and with nothing else queued it runs
+        // at once. Rollout rechecks (normal) still report progress meanwhile. Any other change (a
+        // hand edit, a deletion) is repaired at once.
+        if (change === 'status') parts.queue.addAfter(id, STATUS_SETTLE_MS, 'low');
         else parts.queue.add(id);
       },
     });
@@ -341,22 +366,26 @@ export class LeaderSession {
       },
     });
     parts.watchers.set(namespace, [owned, pods]);
-    for (const [watcher, watched] of [
-      [owned, kinds],
-      [pods, OBSERVED_KINDS],
-    ] as const) {
+    const synced = (
+      [
+        [owned, kinds],
+        [pods, OBSERVED_KINDS],
+      ] as const
+    ).map(([watcher, watched]) => {
       watcher.start();
-      void watcher.whenSynced().then((synced) => {
-        if (synced) parts.cache.markSynced(watched, namespace);
+      return watcher.whenSynced().then((listed) => {
+        if (listed) parts.cache.markSynced(watched, namespace);
+        return listed;
       });
-    }
+    });
+    return Promise.all(synced).then((listed) => listed.every(Boolean));
   }
 
   async #pollOnce(parts: Parts, signal: AbortSignal): Promise<void> {
     try {
       await parts.suspensions.follow(signal);
       // Every deployment is judged again against the namespaces the listener has now.
-      const serve = (namespace: string) => this.#watch(parts, namespace);
+      const serve = (namespace: string) => void this.#watch(parts, namespace);
       if (await this.#namespaces.follow(parts.inventories, serve, signal)) {
         parts.reconciler.namespacesChanged();
         for (const id of parts.desired.ids()) parts.queue.add(id, 'low');

@@ -53,15 +53,22 @@ export class InventoryStore {
   readonly #listenerId: string;
   readonly #cache = new Map<string, PlacedInventory[]>();
   readonly #onRejected: (rejected: RejectedInventory) => void;
+  readonly #onWritten: (written: Awaited<ReturnType<InventoryKube['apply']>>) => void;
 
+  /**
+   * `onWritten` is given the server's answer to each inventory written: the leader's watch cache
+   * takes it, so that the watch's echo of the agent's own write wakes nothing.
+   */
   constructor(
     kube: InventoryKube,
     listenerId: string,
     onRejected: (rejected: RejectedInventory) => void = () => {},
+    onWritten: (written: Awaited<ReturnType<InventoryKube['apply']>>) => void = () => {},
   ) {
     this.#kube = kube;
     this.#listenerId = listenerId;
     this.#onRejected = onRejected;
+    this.#onWritten = onWritten;
   }
 
   /** Reads every inventory of this listener in the given namespaces (complete, or throws). */
@@ -129,6 +136,7 @@ export class InventoryStore {
       data: { inventory: JSON.stringify({ ...inventory, entries: [...inventory.entries] }) },
     };
     const written = await this.#kube.apply(object, { force: true, signal });
+    this.#onWritten(written);
     const others = this.get(inventory.deploymentId).filter((p) => p.namespace !== namespace);
     this.#cache.set(inventory.deploymentId, [...others, { namespace, inventory, uid: written.metadata.uid }]);
   }

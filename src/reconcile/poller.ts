@@ -7,7 +7,7 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
-import type { StatusReporter } from '../report/statusReporter.ts';
+import type { SentStatus, StatusReporter } from '../report/statusReporter.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
@@ -39,6 +39,8 @@ export class Poller {
   readonly #listedDigests = new Map<string, string>();
   /** Other listeners' items the last poll could not read: logged when first seen, not every poll. */
   #foreignUnreadable = new Set<string>();
+  /** The agent's reports the control plane took before this poll's listing started. */
+  #sentBeforeListing: ReadonlyMap<string, readonly SentStatus[]> = new Map();
 
   constructor(options: PollerOptions) {
     this.#o = options;
@@ -49,6 +51,7 @@ export class Poller {
   async pollOnce(signal?: AbortSignal): Promise<boolean> {
     let listing: Awaited<ReturnType<ControlPlaneClient['listAllDeployments']>>;
     this.#listedDigests.clear();
+    this.#sentBeforeListing = this.#o.reporter.takeSent();
     try {
       listing = await this.#o.client.listAllDeployments(
         { remote_reconciled: true },
@@ -225,19 +228,23 @@ export class Poller {
   }
 
   /**
-   * The listing differs from the held deployment only by what the agent's own status report
-   * changed: its status (now the one the agent recorded), the active revision and the update
-   * time. Without this every report came back as a change at the next poll, and each one re-read
-   * the deployment's revisions and reconciled it again: at 10,000 deployments some 30,000 revision
-   * reads and reconciles in a cold sync, queued ahead of deployments not yet applied. A failed
-   * revision is read again (its settled verdict stops retries), and so is any other change.
+   * The listing differs from the held deployment only by what the agent's own status reports
+   * changed: its status (one the agent sent since the last listing, or as it was when a report
+   * carried none, as a DEPLOYING one does), the active revision and the update time. Without this
+   * every report came back as a change at the next poll, and each one re-read the deployment's
+   * revisions and reconciled it again: at 10,000 deployments some 30,000 revision reads and
+   * reconciles in a cold sync, queued ahead of deployments not yet applied. The reports sent, not
+   * the status last recorded: a status recorded after the last flush is not in this listing yet,
+   * and was each rollout's second revision read. A failed revision is read again (its settled
+   * verdict stops retries), and so is any other change, or one with no report of the agent's.
    */
   #echoesOwnReport(previous: PresentEntry, listed: Deployment): boolean {
     if (previous.target.settled !== undefined) return false;
-    const recorded = this.#o.reporter.recordedStatus(listed.id);
-    if (recorded === undefined || recorded.revision_status === 'DEPLOY_FAILED') return false;
-    if (recorded.deployment_status == null || listed.status !== recorded.deployment_status) return false;
+    const sent = this.#sentBeforeListing.get(listed.id);
+    if (!sent?.length || sent.some((report) => report.revision_status === 'DEPLOY_FAILED')) return false;
     if (previous.deployment.status === 'AWAITING_DELETE' || listed.status === 'AWAITING_DELETE') return false;
+    const shown = sent.map((report) => report.deployment_status ?? previous.deployment.status);
+    if (!shown.includes(listed.status)) return false;
     const ownFields = { status: undefined, active_revision_id: undefined, updated_at: undefined };
     return isDeepStrictEqual({ ...previous.deployment, ...ownFields }, { ...listed, ...ownFields });
   }

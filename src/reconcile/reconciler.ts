@@ -14,6 +14,7 @@ import {
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { WORKLOAD_KINDS } from '../objects/kinds.ts';
 import { LABEL_COMPONENT } from '../objects/ownership.ts';
+import { canonicalHash } from '../render/canonicalHash.ts';
 import {
   type KubeObject,
   type RenderConfig,
@@ -29,6 +30,7 @@ import { AGENT_CHANGE_WAITING } from '../report/statusView.ts';
 import { isAgentChange, renderInputHash } from './agentChange.ts';
 import type { AgentChangeGate, AgentChangeTurn } from './agentChangeGate.ts';
 import { Applier, type ApplyStep } from './applier.ts';
+import { type ConvergedState, ownedDigest } from './convergedState.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import {
   entriesOf,
@@ -105,6 +107,13 @@ export class Reconciler {
   readonly #attempted = new Map<string, { fingerprint: string; applied: boolean; served: number }>();
   /** Bumped at each change of the served namespaces. */
   #served = 0;
+  /**
+   * What each deployment's last full reconcile converged from and left (convergedState.ts):
+   * while both hold, a reconcile takes the status path. Absent: the next one is full.
+   */
+  readonly #converged = new Map<string, ConvergedState>();
+  /** The digest of each listener object seen: the render's input, hashed once per listener read. */
+  readonly #listenerDigests = new WeakMap<Listener, string>();
   /** The report step: control plane, Events, status annotation, metrics. */
   readonly #report: DeploymentReport;
 
@@ -201,6 +210,16 @@ export class Reconciler {
     const repairOnly = target.settled !== undefined && attempted?.fingerprint === entry.fingerprint;
     if (repairOnly && !attempted.applied) return { result: 'done', detail: 'settled' };
 
+    // 0. Nothing to apply changed since the last full reconcile: the status path.
+    const input = this.#inputDigest(entry);
+    const converged = this.#converged.get(deploymentId);
+    if (converged?.input === input && !repairOnly) {
+      const outcome = await this.#statusPath(deploymentId, converged, log, signal);
+      if (outcome) return outcome;
+    }
+    this.#converged.delete(deploymentId);
+    this.#o.metrics.reconcilePaths.inc({ path: 'full' });
+
     // 1. Render: pure; a bad deployment fails alone, with every problem named.
     const { namespace, objects, specHash, statusNotes } = this.#render(entry);
     const logIn = withDeploymentFields(log, { namespace });
@@ -271,9 +290,63 @@ export class Reconciler {
       signal,
     );
     this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true, served });
+    this.#converged.set(deploymentId, {
+      input,
+      owned: ownedDigest(next.entries, (e) => live.get(entryId(e))),
+      namespace,
+      revisionId,
+      entries: next.entries,
+      notes: statusNotes,
+    });
     return status.revisionStatus === 'DEPLOYING'
       ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
       : { result: 'done', detail: 'ok' };
+  }
+
+  /**
+   * The status path: the owned objects read (from the watch cache: no request) and, when each one
+   * still shows the spec view the last full reconcile left, the rollout read from them and
+   * reported. Undefined when one changed (a hand edit, a deletion): the full path repairs it.
+   */
+  async #statusPath(
+    deploymentId: string,
+    converged: ConvergedState,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<ReconcileOutcome | undefined> {
+    const { entries, namespace, revisionId, notes } = converged;
+    const reads = await Promise.all(entries.map((e) => this.#applier.read(e, signal)));
+    const live = new Map<string, LiveKubeObject>();
+    for (const [i, e] of entries.entries()) {
+      const found = reads[i];
+      if (found) live.set(entryId(e), found);
+    }
+    if (ownedDigest(entries, (e) => live.get(entryId(e))) !== converged.owned) return undefined;
+    this.#o.metrics.reconcilePaths.inc({ path: 'status' });
+    const status = await this.#reportRollout(
+      { deploymentId, revisionId, namespace, objects: [...live.values()], live, notes, justApplied: false },
+      withDeploymentFields(log, { namespace }),
+      signal,
+    );
+    return status.revisionStatus === 'DEPLOYING'
+      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
+      : { result: 'done', detail: 'ok' };
+  }
+
+  /**
+   * What the render of this entry reads, as one digest: the deployment and revision (keyed as
+   * every digest render writes: it covers secret values), the listener and the namespaces served.
+   * The render configuration and the agent's own version are fixed for the reconciler's life.
+   */
+  #inputDigest(entry: PresentEntry): string {
+    const listener = this.#o.listener();
+    let listenerDigest = this.#listenerDigests.get(listener);
+    if (listenerDigest === undefined) {
+      listenerDigest = canonicalHash(listener, this.#o.digestKey);
+      this.#listenerDigests.set(listener, listenerDigest);
+    }
+    const deployment = renderInputHash(entry.deployment, entry.target.revision, this.#o.digestKey);
+    return `${this.#served}:${listenerDigest}:${deployment}`;
   }
 
   /**
@@ -553,6 +626,7 @@ export class Reconciler {
     this.#report.deleted(deploymentId);
     this.#o.desired.delete(deploymentId);
     this.#attempted.delete(deploymentId);
+    this.#converged.delete(deploymentId);
     this.#rollouts.forget(deploymentId);
     this.#agentChangeForget(deploymentId);
   }

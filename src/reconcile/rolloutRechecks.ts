@@ -4,7 +4,8 @@
 // `rolloutRechecksPerSecond`, each waits longer, in proportion. A cold sync of a large listener on
 // a slow cluster has every deployment DEPLOYING for many minutes: rechecks of all of them every
 // 15 s would keep the workers busy with nothing new, ahead of the deployments not yet applied.
-// A workload's status change still wakes its deployment at once, through the watches.
+// A workload's status change still wakes its deployment through the watches, queued behind the
+// deployments not yet applied.
 
 export class RolloutRechecks {
   readonly #intervalMs: number;

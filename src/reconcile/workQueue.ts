@@ -1,7 +1,8 @@
 // A work queue in the manner of client-go's: one key per deployment, deduplicated, never worked
 // on twice at once, bounded concurrency, per-key exponential backoff, and a bound on its size.
 // Two priorities, as controller-runtime's priority queue: bulk work (the first listing, a resync)
-// is low, so that changes, rollout rechecks and repairs go ahead of thousands of keys queued at once.
+// is low, so that changes, rollout rechecks and repairs go ahead of thousands of keys queued at once;
+// a workload's status moving is low too, so that while bulk work waits its moves gather into one run.
 // It reports what client-go's workqueue reports, through the small interface it is given.
 import type { Logger } from 'pino';
 
@@ -39,6 +40,18 @@ export type Worker = (key: string) => Promise<void>;
 /** `low`: bulk work that waits while any `normal` key is pending. */
 export type QueuePriority = 'normal' | 'low';
 
+const PRIORITIES: readonly QueuePriority[] = ['normal', 'low'];
+
+interface DelayedAdd {
+  readonly timer: NodeJS.Timeout;
+  readonly due: number;
+}
+
+/** A delayed add's entry: the key and the priority it will be added at. */
+function delayedKey(key: string, priority: QueuePriority): string {
+  return `${priority}:${key}`;
+}
+
 export class WorkQueue {
   readonly #options: WorkQueueOptions;
   readonly #queue: string[] = [];
@@ -50,7 +63,8 @@ export class WorkQueue {
   /** Added again while being processed: requeued, at the higher priority asked, once it finishes. */
   readonly #dirty = new Map<string, QueuePriority>();
   readonly #failures = new Map<string, number>();
-  readonly #timers = new Map<string, { readonly timer: NodeJS.Timeout; readonly due: number }>();
+  /** Delayed adds, one per key and priority: a low one never stands in for a normal one. */
+  readonly #timers = new Map<string, DelayedAdd>();
   readonly #idle: (() => void)[] = [];
   /** When each pending key became pending, and when each key in progress started. */
   readonly #pendingSince = new Map<string, number>();
@@ -97,25 +111,30 @@ export class WorkQueue {
     return true;
   }
 
-  /** Queues a key after a delay; a shorter pending delay for the same key wins. */
-  addAfter(key: string, delayMs: number): void {
+  /**
+   * Queues a key after a delay, at `priority`; a shorter pending delay for the same key and
+   * priority wins. Every delayed add of a key is dropped when the key is handed to the worker: the
+   * run reads what they were waiting for, and its outcome asks for the next one.
+   */
+  addAfter(key: string, delayMs: number, priority: QueuePriority = 'normal'): void {
     if (this.#shuttingDown) return;
     if (delayMs <= 0) {
-      this.add(key);
+      this.add(key, priority);
       return;
     }
+    const timerKey = delayedKey(key, priority);
     const due = Date.now() + delayMs;
-    const existing = this.#timers.get(key);
+    const existing = this.#timers.get(timerKey);
     if (existing) {
       if (existing.due <= due) return;
       clearTimeout(existing.timer);
     }
     const timer = setTimeout(() => {
-      this.#timers.delete(key);
-      this.add(key);
+      this.#timers.delete(timerKey);
+      this.add(key, priority);
     }, delayMs);
     timer.unref();
-    this.#timers.set(key, { timer, due });
+    this.#timers.set(timerKey, { timer, due });
   }
 
   /** Queues a key after its next exponential, jittered backoff. */
@@ -178,6 +197,7 @@ export class WorkQueue {
       if (key === undefined) break;
       this.#queued.delete(key);
       this.#processing.add(key);
+      this.#dropDelayed(key);
       const now = this.#now();
       const since = this.#pendingSince.get(key);
       this.#pendingSince.delete(key);
@@ -185,6 +205,20 @@ export class WorkQueue {
       this.#startedAt.set(key, now);
       this.#reportDepth();
       void this.#run(worker, key);
+    }
+  }
+
+  /**
+   * Drops a key's delayed adds as it starts: a rollout recheck or a status settle due after a run
+   * that has just read the cache would only run it again (the run's outcome sets the next).
+   */
+  #dropDelayed(key: string): void {
+    for (const priority of PRIORITIES) {
+      const timerKey = delayedKey(key, priority);
+      const delayed = this.#timers.get(timerKey);
+      if (delayed === undefined) continue;
+      clearTimeout(delayed.timer);
+      this.#timers.delete(timerKey);
     }
   }
 

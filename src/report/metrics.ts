@@ -36,6 +36,8 @@ export interface AgentMetrics {
   /** Changes from the agent itself applied (each counted once, held first or not). */
   readonly agentChangesApplied: Counter;
   readonly objectsPruned: Counter;
+  /** Reconciles by path: `full` (render, plan, apply) or `status` (the rollout read and reported). */
+  readonly reconcilePaths: Counter<'path'>;
   readonly objectsApplied: Counter<'kind'>;
   /** Since when each deployment's current revision is DEPLOYING (epoch ms), for the age gauge. */
   readonly deployingSince: Map<string, number>;
@@ -287,6 +289,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
     objectsPruned: new Counter({
       name: 'k8s_listener_objects_pruned_total',
       help: 'Objects deleted because they left the desired set',
+      registers,
+    }),
+    reconcilePaths: new Counter({
+      name: 'k8s_listener_reconcile_paths_total',
+      help: 'Reconciles of a deployment by path: full (render, plan, apply) or status (nothing to apply changed: the rollout read and reported)',
+      labelNames: ['path'],
       registers,
     }),
     objectsApplied: new Counter({

@@ -12,9 +12,14 @@ export interface StatusReportSink {
 
 export type StatusChange = Omit<StatusReport, 'observed_at'>;
 
+/** What a report the control plane took said of a deployment: what its listings then show. */
+export type SentStatus = Pick<StatusChange, 'deployment_status' | 'revision_status'>;
+
 /** Reports per request: the extension accepts at most 1,000, and a request stays well under 1 MiB. */
 const MAX_BATCH = 500;
 const MAX_MESSAGE = 1_000;
+/** Reports kept per deployment between two listings: a rollout sends two or three. */
+const MAX_SENT_KEPT = 4;
 /** Refusals that another cycle can cure: credentials being rotated, a timeout, a rate limit. */
 const RETRYABLE_REFUSALS: ReadonlySet<number> = new Set([401, 403, 408, 429]);
 
@@ -26,6 +31,8 @@ export class StatusReporter {
   /** Last state sent (or queued) per deployment, to send only changes. */
   readonly #last = new Map<string, string>();
   readonly #pending = new Map<string, StatusReport>();
+  /** What the control plane took since the last `takeSent`, per deployment, oldest first. */
+  #sent = new Map<string, SentStatus[]>();
   #enabled = true;
 
   constructor(options: {
@@ -67,21 +74,14 @@ export class StatusReporter {
   }
 
   /**
-   * The deployment and revision status last recorded for a deployment (sent or queued), while
-   * reports reach the control plane: what a listing shows of the agent's own reports.
+   * What the control plane took since the last call, per deployment, and forgets it. Reports are
+   * sent only by `flush`, which the poller runs after its listing: a listing started after this
+   * call shows every one of them, and no other report of the agent's.
    */
-  recordedStatus(
-    deploymentId: string,
-  ): Pick<StatusChange, 'deployment_status' | 'revision_id' | 'revision_status'> | undefined {
-    const key = this.#last.get(deploymentId);
-    if (!this.#enabled || key === undefined) return undefined;
-    // The key is this class's own JSON of the recorded fields (record above).
-    const [deployment_status, revision_id, revision_status] = JSON.parse(key) as [
-      StatusChange['deployment_status'],
-      StatusChange['revision_id'],
-      StatusChange['revision_status'],
-    ];
-    return { deployment_status, revision_id, revision_status };
+  takeSent(): ReadonlyMap<string, readonly SentStatus[]> {
+    const sent = this.#sent;
+    this.#sent = new Map();
+    return sent;
   }
 
   /** Forgets what was sent for a deployment, so its next status is sent even if unchanged. */
@@ -98,11 +98,19 @@ export class StatusReporter {
       const reports = queued.slice(start, start + MAX_BATCH);
       const outcome = await this.#send(reports);
       if (outcome === 'retry' || outcome === 'off') return;
+      if (outcome === 'sent') for (const report of reports) this.#keepSent(report);
       // Sent or refused for good: drop exactly these (a newer status recorded meanwhile stays).
       for (const report of reports) {
         if (this.#pending.get(report.deployment_id) === report) this.#pending.delete(report.deployment_id);
       }
     }
+  }
+
+  #keepSent(report: StatusReport): void {
+    const kept = this.#sent.get(report.deployment_id) ?? [];
+    kept.push({ deployment_status: report.deployment_status, revision_status: report.revision_status });
+    if (kept.length > MAX_SENT_KEPT) kept.shift();
+    this.#sent.set(report.deployment_id, kept);
   }
 
   async #send(reports: StatusReport[]): Promise<'sent' | 'retry' | 'dropped' | 'off'> {

@@ -55,7 +55,7 @@ export function soloReconciler(options: SoloReconcilerOptions) {
     listener: () => listener,
     allowedNamespaces: undefined,
   });
-  return { reconciler, desired, reporter, sent };
+  return { reconciler, desired, reporter, sent, metrics };
 }
 
 /** The Kubernetes client, with each call counted by verb and `before` run ahead of it. */

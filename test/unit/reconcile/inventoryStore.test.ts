@@ -1,6 +1,9 @@
 // The inventory store over an in-memory cluster behind its narrow reader/writer: what one leader
 // writes, the next loads; a namespace added later is read without forgetting the others.
 import { describe, expect, it } from 'vitest';
+import type { LiveKubeObject } from '../../../src/kube/decode.ts';
+import { ObjectCache } from '../../../src/kube/objectCache.ts';
+import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import type { Inventory } from '../../../src/reconcile/inventory.ts';
 import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
@@ -13,6 +16,27 @@ const inventory = (deploymentId: string, namespace = 'a'): Inventory => ({
 });
 
 describe('InventoryStore', () => {
+  it("hands each write's answer on, so that the watch cache takes the write's echo as no news", async () => {
+    // As the leader's cache is built: inventories held without their body.
+    const cacheOf = () => new ObjectCache({ indexLabel: LABEL_DEPLOYMENT_ID, bodylessKinds: ['ConfigMap'] });
+    const cluster = new MemoryCluster(['a']);
+    const cache = cacheOf();
+    const written: LiveKubeObject[] = [];
+    const store = new InventoryStore(cluster, 'listener-1', undefined, (object) => {
+      written.push(object);
+      cache.written(object);
+    });
+    await store.write('a', inventory('d1'));
+    await store.write('a', inventory('d1')); // unchanged: no request, nothing handed on
+    expect(written).toHaveLength(1);
+    const [echo] = await cluster.list('ConfigMap', { namespace: 'a' });
+    if (!echo) throw new Error('no inventory written');
+    expect(echo.metadata.resourceVersion).toBe(written[0]?.metadata.resourceVersion);
+    expect(cache.observe({ type: 'ADDED', object: echo })).toBe('none');
+    // A cache not told of the write takes the echo as a change, which wakes the deployment.
+    expect(cacheOf().observe({ type: 'ADDED', object: echo })).toBe('changed');
+  });
+
   it('loads what another store wrote, only for its own listener', async () => {
     const cluster = new MemoryCluster(['a', 'b']);
     const writer = new InventoryStore(cluster, 'listener-1');

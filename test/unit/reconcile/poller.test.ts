@@ -166,4 +166,82 @@ describe('Poller', () => {
     const settled = desired.get(id);
     expect(settled?.kind === 'present' && settled.target.settled).toBe('DEPLOY_FAILED');
   });
+
+  it('takes back a report without a deployment status (DEPLOYING) too, and reads a status someone else set', async () => {
+    expect(await poller.pollOnce()).toBe(true);
+    const id = SEED_DEPLOYMENTS.helloWeb;
+    const entry = desired.get(id);
+    if (entry?.kind !== 'present') throw new Error('helloWeb not present');
+    const statusBefore = entry.deployment.status;
+    const reads = client.revisionReads;
+
+    // Every rollout's first report: the revision DEPLOYING, no deployment status. The listing's
+    // update time moves, its status stays: held as listed, nothing read or woken.
+    reporter.record({
+      deployment_id: id,
+      revision_id: entry.target.revision?.id ?? null,
+      revision_status: 'DEPLOYING',
+      deployment_status: null,
+    });
+    await reporter.flush();
+    enqueued = [];
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads);
+    expect(enqueued).toEqual([]);
+    const held = desired.get(id);
+    expect(held?.kind === 'present' && held.deployment.updated_at).not.toBe(entry.deployment.updated_at);
+    expect(held?.kind === 'present' && held.deployment.status).toBe(statusBefore);
+
+    // A deployment status the agent did not report (another writer's) while its DEPLOYING
+    // stands: read, and woken.
+    const foreign = statusBefore === 'UNKNOWN' ? 'READY' : 'UNKNOWN';
+    await client.postStatusReports(SEED_LISTENER_ID, {
+      reports: [{ deployment_id: id, deployment_status: foreign, observed_at: new Date().toISOString() }],
+    });
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads + 1);
+    expect(enqueued).toEqual([id]);
+  });
+
+  it('takes back the reports sent before the listing, though a newer status is recorded and not yet sent', async () => {
+    expect(await poller.pollOnce()).toBe(true);
+    const id = SEED_DEPLOYMENTS.helloWeb;
+    const entry = desired.get(id);
+    if (entry?.kind !== 'present') throw new Error('helloWeb not present');
+    const revisionId = entry.target.revision?.id ?? null;
+    const reads = client.revisionReads;
+
+    // A rollout's first report is sent; the rollout completes before the next poll, its report
+    // recorded and sent only after that poll's listing. The listing shows the first report: no
+    // change (each rollout's second revision read and reconcile, before).
+    reporter.record({
+      deployment_id: id,
+      revision_id: revisionId,
+      revision_status: 'DEPLOYING',
+      deployment_status: null,
+    });
+    await reporter.flush();
+    reporter.record({
+      deployment_id: id,
+      revision_id: revisionId,
+      revision_status: 'DEPLOYED',
+      deployment_status: 'READY',
+    });
+    enqueued = [];
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads);
+    expect(enqueued).toEqual([]);
+    // The DEPLOYED report went at the end of that poll: the next listing shows it, no change either.
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads);
+    expect(enqueued).toEqual([]);
+    const held = desired.get(id);
+    expect(held?.kind === 'present' && held.deployment.status).toBe('READY');
+
+    // An update time that moves with no report of the agent's is someone else's change: read.
+    await harness.client.patchDeployment(id, { source_revision_config: { image_uri: 'nginx:1.30' } });
+    expect(await poller.pollOnce()).toBe(true);
+    expect(client.revisionReads).toBe(reads + 1);
+    expect(enqueued).toEqual([id]);
+  });
 });

@@ -170,4 +170,47 @@ describe('work queue', () => {
     expect(seen).toHaveLength(1);
     expect(seen[0]).toBeLessThan(150);
   });
+
+  it('adds a delayed key at the priority asked: a low one behind the bulk, a normal one ahead of it', async () => {
+    const { q, seen, release } = recording('first');
+    q.add('first');
+    for (const key of ['bulk-1', 'bulk-2']) q.add(key, 'low');
+    q.addAfter('status', 5, 'low');
+    q.addAfter('recheck', 5);
+    await sleep(60);
+    release();
+    await sleep(20);
+    expect(seen).toEqual(['first', 'recheck', 'bulk-1', 'bulk-2', 'status']);
+  });
+
+  it('keeps a pending normal delayed add when a shorter low one comes for the same key', async () => {
+    // A workload's status settling (low) must not cancel its rollout recheck (normal) while the
+    // low add waits behind bulk work.
+    const { q, seen, release } = recording('first');
+    q.add('first');
+    for (const key of ['bulk-1', 'bulk-2']) q.add(key, 'low');
+    q.addAfter('k', 40);
+    q.addAfter('k', 5, 'low');
+    await sleep(100);
+    release();
+    await sleep(20);
+    expect(seen).toEqual(['first', 'k', 'bulk-1', 'bulk-2']);
+  });
+
+  it("drops a key's delayed adds when it is handed out: its run reads what they waited for", async () => {
+    const q = queue();
+    let runs = 0;
+    q.start(async () => {
+      runs++;
+    });
+    q.addAfter('k', 40);
+    q.addAfter('k', 60, 'low');
+    q.add('k');
+    await sleep(120);
+    expect(runs).toBe(1);
+    // One asked for after the run started is kept.
+    q.addAfter('k', 10);
+    await sleep(60);
+    expect(runs).toBe(2);
+  });
 });
