@@ -61,7 +61,11 @@ async function main(argv: readonly string[]): Promise<number> {
       kubeconfigPath: world.cluster.kubeconfigPath,
       namespaces: NAMESPACES,
       logLevel: options.logLevel,
-      reconcile: { pollIntervalMs: options.pollMs, concurrency: options.concurrency },
+      reconcile: {
+        pollIntervalMs: options.pollMs,
+        concurrency: options.concurrency,
+        resyncIntervalMs: options.resyncIntervalMs,
+      },
     });
     const launch = {
       main: options.main,

@@ -15,6 +15,9 @@ export const total = (
 
 export const reconciles = (samples: readonly Sample[]) =>
   total(samples, 'controller_runtime_reconcile_total');
+/** Reconciles by path (`full`: render, plan, apply; `status`: the rollout read and reported). */
+export const reconcilesByPath = (samples: readonly Sample[], path: 'full' | 'status') =>
+  total(samples, 'k8s_listener_reconcile_paths_total', (l) => l.path === path);
 export const objectsApplied = (samples: readonly Sample[]) =>
   total(samples, 'k8s_listener_objects_applied_total');
 export const polls = (samples: readonly Sample[]) => total(samples, 'k8s_listener_polls_total');

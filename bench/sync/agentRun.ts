@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { sleep } from '../../src/sleep.ts';
 import type { Sample } from '../../test/support/metricSamples.ts';
 import { loadAverage } from '../record.ts';
-import { AgentMeter, objectsApplied, reconciles } from './agentMetrics.ts';
+import { AgentMeter, objectsApplied, reconciles, reconcilesByPath } from './agentMetrics.ts';
 import { type AgentLaunch, AgentUnderTest, type MemoryMiB } from './agentUnderTest.ts';
 import { type ChangeLatency, measureChangeToApplied } from './changeLatency.ts';
 import { type BenchCluster, countPods } from './cluster.ts';
@@ -14,6 +14,7 @@ import { type Fleet, NAMESPACES } from './fleet.ts';
 import { log, seconds } from './log.ts';
 import { limitHits } from './memoryCgroup.ts';
 import type { SyncOptions } from './options.ts';
+import { measureResync, type ResyncFigures } from './resync.ts';
 import { measureSteadyState, type SteadyState } from './steadyState.ts';
 import { until } from './until.ts';
 
@@ -21,6 +22,8 @@ export interface AgentRun {
   readonly appliedMs: number;
   readonly appliedCpuS: number | undefined;
   readonly appliedReconciles: number;
+  /** Of those, full (render, plan, apply). */
+  readonly appliedFullReconciles: number;
   /** Not waited for with --until-applied. */
   readonly deployedMs: number | undefined;
   readonly deployedAtEnd: number;
@@ -30,6 +33,8 @@ export interface AgentRun {
   readonly live: number | undefined;
   readonly steady: SteadyState | undefined;
   readonly latency: ChangeLatency | undefined;
+  /** Not measured with --until-applied. */
+  readonly resync: ResyncFigures | undefined;
   /** The last reading, just before the agent stops. */
   readonly final: readonly Sample[];
   readonly memory: MemoryMiB | undefined;
@@ -102,11 +107,13 @@ export async function runAgent(
     );
     const appliedMs = performance.now() - started;
     const appliedCpuS = await agent.cpuSeconds();
-    const appliedReconciles = reconciles(await meter.read());
+    const atApplied = await meter.read();
+    const appliedReconciles = reconciles(atApplied);
+    const appliedFullReconciles = reconcilesByPath(atApplied, 'full');
     log(
-      `every object applied after ${seconds(appliedMs)} s (agent CPU ${appliedCpuS} s, ${appliedReconciles} reconciles)`,
+      `every object applied after ${seconds(appliedMs)} s (agent CPU ${appliedCpuS} s, ${appliedReconciles} reconciles, ${appliedFullReconciles} full)`,
     );
-    const applied = { appliedMs, appliedCpuS, appliedReconciles };
+    const applied = { appliedMs, appliedCpuS, appliedReconciles, appliedFullReconciles };
     if (options.untilApplied) {
       // The rollouts go on (pods, status, reports) for a while; then the reading, without waiting
       // for every revision DEPLOYED.
@@ -126,6 +133,7 @@ export async function runAgent(
         live: undefined,
         steady: undefined,
         latency: undefined,
+        resync: undefined,
         final,
         memory,
         ...peaks(),
@@ -145,6 +153,7 @@ export async function runAgent(
     const live = (await world.admin.list('Deployment', { namespace: NAMESPACES[0] })).length;
     const steady = await measureSteadyState(meter, afterCold, options.pollMs);
     const latency = await measureChangeToApplied(world, fleet, options);
+    const resync = await measureResync(agent, meter, n, options.resyncIntervalMs);
     const { final, memory } = await readAndStop();
     return {
       ...applied,
@@ -155,6 +164,7 @@ export async function runAgent(
       live,
       steady,
       latency,
+      resync,
       final,
       memory,
       ...peaks(),

@@ -41,6 +41,12 @@ export interface SyncOptions {
   readonly phaseTimeoutMs: number;
   /** With --until-applied: how long the rollouts run on after the last apply before the reading (3 min at N = 10,000). */
   readonly settleAfterAppliedMs: number;
+  /**
+   * The agent's `reconcile.resyncIntervalMs`: long enough that the first resync comes after the
+   * cold sync, the steady state and the change latency, whose figures it would blur; the resync
+   * phase then measures it.
+   */
+  readonly resyncIntervalMs: number;
 }
 
 /** The flags as given (for --runs, which hands them on to each of its runs). */
@@ -161,6 +167,7 @@ export function readOptions(argv: readonly string[]): {
       series: flags.series,
       phaseTimeoutMs,
       settleAfterAppliedMs: Math.min(180_000, Math.max(10_000, deployments * 18)),
+      resyncIntervalMs: Math.max(120_000, deployments * 400),
     },
   };
 }

@@ -44,20 +44,21 @@ export interface ConvergedState {
 
 /**
  * What of a live object a change of its spec or metadata moves and a change of its status does
- * not: its identity, its generation (or resourceVersion, above), its labels and the agent's
+ * not: its identity, its generation (or resourceVersion, above), its labels, the agent's
  * annotations (the only ones held by the watch cache; others' moving annotations, such as a
- * Deployment's revision counter, are left out so that a read and the cache agree).
+ * Deployment's revision counter, are left out so that a read and the cache agree), and whether
+ * it is being deleted.
  */
 export function specView(kind: string, live: LiveKubeObject | undefined): string {
   if (!live) return 'absent';
-  const { uid, generation, resourceVersion, labels, annotations } = live.metadata;
+  const { uid, generation, resourceVersion, labels, annotations, deletionTimestamp } = live.metadata;
   const version =
     GENERATION_TRACKS_SPEC.has(kind) && generation !== undefined ? `g${generation}` : `rv${resourceVersion}`;
   const agentAnnotations = Object.entries(annotations ?? {})
     .filter(([key]) => isAgentAnnotation(key))
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const sortedLabels = Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify([uid, version, sortedLabels, agentAnnotations]);
+  return JSON.stringify([uid, version, sortedLabels, agentAnnotations, deletionTimestamp !== undefined]);
 }
 
 /** The digest of the owned objects' spec views, entry by entry. */
