@@ -35,12 +35,15 @@ export async function measureResync(
     at: performance.now(),
   });
   const deadline = performance.now() + resyncIntervalMs + 120_000;
+  // The burst starts: a tenth of the fleet (at most 20) reconciled within one step, which a
+  // change's or a recheck's few reconciles never are; the last reading before it is where its CPU
+  // counts from.
+  const burst = Math.min(20, Math.ceil(deployments / 10));
   let before = await read();
-  // The burst starts: the last reading before it is where its CPU counts from.
   for (;;) {
     await sleep(100);
     const now = await read();
-    if (reconciles(now.samples) > reconciles(before.samples)) break;
+    if (reconciles(now.samples) - reconciles(before.samples) >= burst) break;
     before = now;
     if (performance.now() > deadline) return undefined;
   }

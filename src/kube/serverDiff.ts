@@ -16,6 +16,8 @@ export interface ChangeSetEntry {
   readonly before: Record<string, unknown> | undefined;
   /** The object after the apply; undefined when it would be pruned. */
   readonly after: Record<string, unknown> | undefined;
+  /** Why `run` writes it, in the words its log uses (`missing`, `spec changed`, a drifted field's path). */
+  readonly reason?: string | undefined;
 }
 
 export interface DryRunDiffOptions extends CallOptions {

@@ -371,10 +371,10 @@ function logWrites(steps: readonly ApplyStep[], log: Logger): boolean {
  * create-only object is written only when missing. A slim object's body was found to hold our
  * fields and is unchanged since (objects/body.ts): the rest of it is compared.
  */
-function whyWrite(
+export function whyWrite(
   object: KubeObject,
   live: LiveKubeObject | undefined,
-  isSlim: (live: LiveKubeObject) => boolean,
+  isSlim: (live: LiveKubeObject) => boolean = () => false,
 ): WriteReason | undefined {
   if (!live) return { kind: 'missing' };
   if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') return undefined;

@@ -16,6 +16,7 @@ import {
 } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
 import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
+import { describeWrite, whyWrite } from './applier.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { listenerItems } from './listenerItems.ts';
@@ -173,17 +174,18 @@ async function presentPreview(
       // Never adopt: `run` fails this deployment with the same reason.
       const taken = live && whyNotOurs(object, live, deployment.id);
       if (taken) return { ...base, state: 'failed', message: taken };
-      changes.push(
-        keyed
-          ? await dryRunDiff(kube, object, live, { force: true, createOnly: isCreateOnly(object), signal })
-          : uncompared(
-              await dryRunDiff(kube, withLiveDigests(object, live), live, {
-                force: true,
-                createOnly: isCreateOnly(object),
-                signal,
-              }),
-            ),
-      );
+      const change = keyed
+        ? await dryRunDiff(kube, object, live, { force: true, createOnly: isCreateOnly(object), signal })
+        : uncompared(
+            await dryRunDiff(kube, withLiveDigests(object, live), live, {
+              force: true,
+              createOnly: isCreateOnly(object),
+              signal,
+            }),
+          );
+      // The applier's own verdict beside the server's: one model of a change, whichever prints it.
+      const why = whyWrite(object, live);
+      changes.push({ ...change, reason: why ? describeWrite(why) : 'as desired: run writes nothing' });
     }
     const placed = inventories.get(deployment.id);
     const previous = placed.flatMap((p) => p.inventory.entries);

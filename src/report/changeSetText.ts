@@ -5,7 +5,7 @@
 import { formatRef } from '../kube/resources.ts';
 import type { ChangeAction, ChangeSetEntry } from '../kube/serverDiff.ts';
 import { SecretDataSchema } from '../objects/fields.ts';
-import { terminalYaml } from './terminalText.ts';
+import { terminalLine, terminalYaml } from './terminalText.ts';
 import { unifiedDiff } from './unifiedDiff.ts';
 
 // A Secret key that changed reads `(changed)` on both sides; the line diff must still see two
@@ -32,7 +32,9 @@ export function formatChange(entry: ChangeSetEntry): string {
     fromLabel: entry.before === undefined ? '/dev/null' : `${name} (live)`,
     toLabel: entry.after === undefined ? '/dev/null' : `${name} (after apply)`,
   });
-  return text.replaceAll(CHANGED_BEFORE, CHANGED).replaceAll(CHANGED_AFTER, CHANGED);
+  const diff = text.replaceAll(CHANGED_BEFORE, CHANGED).replaceAll(CHANGED_AFTER, CHANGED);
+  // Why `run` writes it: the path of a drifted field is the tenant's too, so terminal-safe.
+  return entry.reason === undefined ? diff : `${terminalLine(`# ${name}: ${entry.reason}`)}${diff}`;
 }
 
 export type ChangeCounts = Readonly<Record<ChangeAction, number>>;

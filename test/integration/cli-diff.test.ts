@@ -145,7 +145,8 @@ describe('k8s-listener diff', () => {
     const { code, stdout, stderr } = await diff('web');
     expect([code, stderr]).toEqual([1, '']);
     expect(stdout).toBe(
-      `${header(web, '1 to configure')}--- Deployment/${ns}/web (live)
+      `${header(web, '1 to configure')}# Deployment/${ns}/web: spec.replicas
+--- Deployment/${ns}/web (live)
 +++ Deployment/${ns}/web (after apply)
 @@ -17,7 +17,7 @@
    namespace: ${ns}

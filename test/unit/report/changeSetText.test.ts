@@ -33,6 +33,11 @@ describe('formatChange', () => {
       '--- ConfigMap/ns/cm (live)\n+++ ConfigMap/ns/cm (after apply)\n@@ -1,6 +1,6 @@\n apiVersion: v1\n data:\n-  a: "1"\n+  a: "2"\n kind: ConfigMap\n metadata:\n   name: cm\n',
     ],
     [
+      "configure, with why run writes it (a drifted field's path, escaped for the terminal)",
+      { ref, action: 'configure', before: cm({ a: '1' }), after: cm({ a: '2' }), reason: 'data.a\u001b[2K' },
+      '# ConfigMap/ns/cm: data.a\\x1b[2K\n--- ConfigMap/ns/cm (live)\n+++ ConfigMap/ns/cm (after apply)\n@@ -1,6 +1,6 @@\n apiVersion: v1\n data:\n-  a: "1"\n+  a: "2"\n kind: ConfigMap\n metadata:\n   name: cm\n',
+    ],
+    [
       'create: a whole addition from /dev/null',
       { ref, action: 'create', before: undefined, after: cm({ a: '1' }) },
       '--- /dev/null\n+++ ConfigMap/ns/cm (after apply)\n@@ -0,0 +1,6 @@\n+apiVersion: v1\n+data:\n+  a: "1"\n+kind: ConfigMap\n+metadata:\n+  name: cm\n',
