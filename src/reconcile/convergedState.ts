@@ -54,11 +54,14 @@ export function specView(kind: string, live: LiveKubeObject | undefined): string
   const { uid, generation, resourceVersion, labels, annotations, deletionTimestamp } = live.metadata;
   const version =
     GENERATION_TRACKS_SPEC.has(kind) && generation !== undefined ? `g${generation}` : `rv${resourceVersion}`;
-  const agentAnnotations = Object.entries(annotations ?? {})
-    .filter(([key]) => isAgentAnnotation(key))
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const sortedLabels = Object.entries(labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return JSON.stringify([uid, version, sortedLabels, agentAnnotations, deletionTimestamp !== undefined]);
+  // In the order the server wrote them (it sorts map keys): a resync confirms thousands of these,
+  // and another order could only take the full path, never skip it.
+  let view = `${uid}\u0000${version}\u0000${deletionTimestamp !== undefined}`;
+  for (const key in labels) view += `\u0000l${key}=${labels[key]}`;
+  // Label values are a closed alphabet; an annotation's value is any text, quoted.
+  for (const key in annotations)
+    if (isAgentAnnotation(key)) view += `\u0000a${key}=${JSON.stringify(annotations[key])}`;
+  return view;
 }
 
 /** The digest of the owned objects' spec views, entry by entry. */

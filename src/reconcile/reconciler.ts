@@ -3,7 +3,7 @@
 // outcome (outcome.ts). Each step is its own module (applier, referenceGuard, pruner,
 // rolloutReader); this file is the flow. Nothing here depends on which event woke it.
 import type { Logger } from 'pino';
-import type { Listener } from '../controlplane/schemas/index.ts';
+import type { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
 import {
   type EventRecorder,
   isAborted,
@@ -114,6 +114,8 @@ export class Reconciler {
   readonly #converged = new Map<string, ConvergedState>();
   /** The digest of each listener object seen: the render's input, hashed once per listener read. */
   readonly #listenerDigests = new WeakMap<Listener, string>();
+  /** The render input hash of each deployment object listed, with the revision it was taken with. */
+  readonly #inputHashes = new WeakMap<Deployment, { revision: Revision | undefined; hash: string }>();
   /** The report step: control plane, Events, status annotation, metrics. */
   readonly #report: DeploymentReport;
 
@@ -223,7 +225,7 @@ export class Reconciler {
     // 1. Render: pure; a bad deployment fails alone, with every problem named.
     const { namespace, objects, specHash, statusNotes } = this.#render(entry);
     const logIn = withDeploymentFields(log, { namespace });
-    const inputHash = renderInputHash(entry.deployment, target.revision, this.#o.digestKey);
+    const inputHash = this.#inputHashOf(entry);
     const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId, inputHash };
 
     // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
@@ -345,8 +347,20 @@ export class Reconciler {
       listenerDigest = canonicalHash(listener, this.#o.digestKey);
       this.#listenerDigests.set(listener, listenerDigest);
     }
-    const deployment = renderInputHash(entry.deployment, entry.target.revision, this.#o.digestKey);
-    return `${this.#served}:${listenerDigest}:${deployment}`;
+    return `${this.#served}:${listenerDigest}:${this.#inputHashOf(entry)}`;
+  }
+
+  /**
+   * The render input hash of the deployment and its target revision (agentChange.ts), hashed once
+   * per pair as listed: a listing that did not change keeps its objects.
+   */
+  #inputHashOf(entry: PresentEntry): string {
+    const { deployment, target } = entry;
+    const held = this.#inputHashes.get(deployment);
+    if (held !== undefined && held.revision === target.revision) return held.hash;
+    const hash = renderInputHash(deployment, target.revision, this.#o.digestKey);
+    this.#inputHashes.set(deployment, { revision: target.revision, hash });
+    return hash;
   }
 
   /**

@@ -3,32 +3,24 @@
 // written (never adopted from another owner, nor from another deployment of this listener), and
 // which recorded objects a deletion removes (only those still carrying the deployment's id).
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Deployment, Listener } from '../../src/controlplane/schemas/index.ts';
-import { KubeClient } from '../../src/kube/index.ts';
+import type { KubeClient } from '../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { previewListener } from '../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { app, FAST_RECONCILE, startWorld, type World } from '../support/agentHarness.ts';
-import { desire, soloReconciler } from '../support/soloReconciler.ts';
+import { app, FAST_RECONCILE, type World } from '../support/agentHarness.ts';
+import { desire, soloReconciler, soloWorld } from '../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+const cluster = soloWorld(logger);
 let world: World;
 let kube: KubeClient;
 let listener: Listener;
 let namespace: string;
-
-beforeAll(async () => {
-  world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
-  namespace = world.namespaces[0] ?? '';
-  kube = await KubeClient.fromKubeconfig(world.kubeconfigPath, { logger });
-  listener = await world.client.getListener(world.listenerId);
-});
-
-afterAll(async () => {
-  await kube?.close();
-  await world?.close();
+beforeAll(() => {
+  ({ world, kube, listener, namespace } = cluster);
 });
 
 const preview = (only: string) =>

@@ -4,31 +4,23 @@
 // nothing written, the rollout reported), and a hand edit of a spec field, a label, a Secret's
 // data, a deleted object, a new revision (each the full path, and repaired).
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Deployment, Listener } from '../../src/controlplane/schemas/index.ts';
-import { KubeClient, type LiveKubeObject } from '../../src/kube/index.ts';
+import type { KubeClient, LiveKubeObject } from '../../src/kube/index.ts';
 import { LABEL_MANAGED_BY } from '../../src/objects/ownership.ts';
 import type { AgentMetrics } from '../../src/report/metrics.ts';
 import { eventually } from '../support/adminKube.ts';
-import { app, startWorld, type World } from '../support/agentHarness.ts';
-import { desire, passThrough, soloReconciler } from '../support/soloReconciler.ts';
+import { app, type World } from '../support/agentHarness.ts';
+import { desire, passThrough, soloReconciler, soloWorld } from '../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+const cluster = soloWorld(logger);
 let world: World;
 let kube: KubeClient;
 let listener: Listener;
 let namespace: string;
-
-beforeAll(async () => {
-  world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
-  namespace = world.namespaces[0] ?? '';
-  kube = await KubeClient.fromKubeconfig(world.kubeconfigPath, { logger });
-  listener = await world.client.getListener(world.listenerId);
-});
-
-afterAll(async () => {
-  await kube?.close();
-  await world?.close();
+beforeAll(() => {
+  ({ world, kube, listener, namespace } = cluster);
 });
 
 async function paths(metrics: AgentMetrics): Promise<{ full: number; status: number }> {

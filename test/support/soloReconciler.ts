@@ -2,13 +2,14 @@
 // desired state, calls `reconcile` and reads what it reported. `passThrough` counts each request
 // by verb (and may act before one) on its way to the real client.
 import type { Logger } from 'pino';
+import { afterAll, beforeAll, inject } from 'vitest';
 import type {
   Deployment,
   DeploymentCreate,
   Listener,
   StatusReportBatch,
 } from '../../src/controlplane/schemas/index.ts';
-import { EventRecorder, type KubeClient } from '../../src/kube/index.ts';
+import { EventRecorder, KubeClient } from '../../src/kube/index.ts';
 import { DesiredState } from '../../src/reconcile/desiredState.ts';
 import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
@@ -17,8 +18,53 @@ import { chooseTarget } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { StatusReporter } from '../../src/report/statusReporter.ts';
-import { FAST_RECONCILE } from './agentHarness.ts';
+import { FAST_RECONCILE, startWorld, type World } from './agentHarness.ts';
 import type { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
+
+/** What a file of solo reconcilers runs in: a world of one namespace, a client over it, its listener. */
+export interface SoloWorld {
+  readonly world: World;
+  readonly kube: KubeClient;
+  readonly listener: Listener;
+  readonly namespace: string;
+}
+
+/**
+ * Registers the file's hooks that start a world of one namespace before its tests and stop it
+ * after; the returned object holds it once they have run.
+ */
+export function soloWorld(logger: Logger): SoloWorld {
+  const held: { -readonly [K in keyof SoloWorld]?: SoloWorld[K] } = {};
+  beforeAll(async () => {
+    held.world = await startWorld(inject('kubeconfigPath'), { namespaces: 1 });
+    held.namespace = held.world.namespaces[0] ?? '';
+    held.kube = await KubeClient.fromKubeconfig(held.world.kubeconfigPath, { logger });
+    held.listener = await held.world.client.getListener(held.world.listenerId);
+  });
+  afterAll(async () => {
+    await held.kube?.close();
+    await held.world?.close();
+  });
+  const present = <K extends keyof SoloWorld>(key: K): SoloWorld[K] => {
+    const value = held[key];
+    if (value === undefined) throw new Error(`soloWorld: ${key} is read before the file's beforeAll ran`);
+    return value as SoloWorld[K];
+  };
+  return {
+    get world() {
+      return present('world');
+    },
+    get kube() {
+      return present('kube');
+    },
+    get listener() {
+      return present('listener');
+    },
+    get namespace() {
+      return present('namespace');
+    },
+  };
+}
 
 export interface SoloReconcilerOptions {
   readonly kube: KubeClient;
