@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { eventually } from '../../support/adminKube.ts';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 const DEMO = new URL('../../cluster/demo.ts', import.meta.url).pathname;
@@ -201,8 +202,11 @@ describe.concurrent('npm run demo', () => {
       expect(await demo.exited).toBe(0);
       expect(demo.output()).toContain('[demo] SIGTERM: stopping the agent, the emulator and the cluster');
       // Killed as the process exits; give the kernel a moment to reap them.
-      for (let i = 0; i < 20 && pids.some(isRunning); i++) await new Promise((r) => setTimeout(r, 250));
-      expect(pids.filter(isRunning)).toEqual([]);
+      await eventually(
+        `the demo's processes (${pids.join(', ')}) gone`,
+        async () => (pids.some(isRunning) ? undefined : true),
+        5_000,
+      );
       expect(existsSync(dirname(configPath))).toBe(false);
     } finally {
       await stopChild(demo.child);
