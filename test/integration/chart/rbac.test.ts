@@ -279,168 +279,233 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
   let requests: RequestSample[] = [];
   let output = '';
 
-  it('runs the whole lifecycle with the chart’s permissions and nothing is forbidden', async () => {
-    const [appsNs = '', otherNs = ''] = watched;
-    const child: ChildProcess = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
-      env: agentEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.stderr?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-    try {
-      const probes = await eventually(
-        'the probe address',
-        async () => /"probes":"(http:\/\/[^"]+)"/.exec(output)?.[1],
-        20_000,
-      );
-      const coordination = world.kube.config.makeApiClient(k8s.CoordinationV1Api);
-      const leaseHolder = async () =>
-        (await coordination.readNamespacedLease({ name: 'k8s-listener', namespace: releaseNs })).spec
-          ?.holderIdentity;
-      await eventually('the Lease taken', async () =>
-        (await leaseHolder()) === IDENTITY ? true : undefined,
-      );
+  // One agent process through a deployment's whole life, each step an `it`, in order: every step
+  // uses permissions, and none may be refused.
+  describe('the whole lifecycle, run by the agent with only the chart’s permissions', () => {
+    let child: ChildProcess | undefined;
+    let exited: Promise<number | null>;
+    let probes = '';
+    let full: Deployment;
+    const appsNs = () => watched[0] ?? '';
+    const otherNs = () => watched[1] ?? '';
+    const leaseHolder = async () =>
+      (
+        await world.kube.config
+          .makeApiClient(k8s.CoordinationV1Api)
+          .readNamespacedLease({ name: 'k8s-listener', namespace: releaseNs })
+      ).spec?.holderIdentity;
+    /** A failure, with the requests the agent was refused (a 403 is the likely cause of any). */
+    const withRefusals =
+      (body: () => Promise<void>): (() => Promise<void>) =>
+      async () => {
+        try {
+          await body();
+        } catch (error) {
+          const refused = output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line));
+          throw new Error(
+            `${String(error)}; the agent's refused requests: ${refused.slice(0, 5).join('\n')}`,
+            { cause: error },
+          );
+        }
+      };
 
-      // Every kind the agent writes: prod (PDB), autoscaled (HPA), queue, executor (PodTemplate),
-      // database (StatefulSet, credentials Secret, volume), key-value store, secrets, custom URL.
-      const full: Deployment = await world.client.createDeployment(
-        app(world, 'full', appsNs, {
-          source_config: {
-            listener_id: world.listenerId,
-            listener_config: { k8s_namespace: appsNs },
-            deployment_type: 'prod',
-            custom_url: 'full.rbac.example.test',
-            resource_spec: {
-              min_scale: 2,
-              max_scale: 3,
-              cpu: 0.1,
-              memory_mb: 64,
-              queue_cpu: 0.1,
-              executor_cpu: 0.1,
-              db_storage_gi: 1,
-              kvstore_memory_mb: 32,
-            },
-          },
-        }),
-      );
-      const small = await world.client.createDeployment(app(world, 'small', otherNs));
-      await waitForRevision(world, full, 'DEPLOYED', 90_000);
-      await waitForRevision(world, small, 'DEPLOYED');
-
-      // A new revision.
-      const next = await world.client.patchDeployment(full.id, {
-        source_revision_config: { image_uri: 'nginx:1.28' },
-      });
-      expect(next.latest_revision_id).not.toBe(full.latest_revision_id);
-      await waitForRevision(world, next, 'DEPLOYED', 90_000);
-
-      // Drift repaired: an image edited and a Service deleted by hand come back.
-      await world.kube.apps.patchNamespacedDeployment({
-        name: 'full',
-        namespace: appsNs,
-        body: [
-          { op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'busybox:hand-edited' },
-        ],
-      });
-      await world.kube.core.deleteNamespacedService({ name: 'small', namespace: otherNs });
-      await eventually('image restored', async () => {
-        const live = await world.kube.apps.readNamespacedDeployment({ name: 'full', namespace: appsNs });
-        return live.spec?.template.spec?.containers[0]?.image === 'nginx:1.28' ? true : undefined;
-      });
-      await eventually('Service restored', async () =>
-        (await world.kube.core.readNamespacedService({ name: 'small', namespace: otherNs }))
-          ? true
-          : undefined,
-      );
-
-      // `status` in the agent's pod, with the same token, while every kind exists.
-      const status = await run(
-        process.execPath,
-        [MAIN, 'status', '--config', configPath, '--output', 'json'],
-        {
+    beforeAll(
+      withRefusals(async () => {
+        const spawned = spawn(process.execPath, [MAIN, 'run', '--config', configPath], {
           env: agentEnv(),
-        },
-      ).catch((error: { code: number; stdout: string; stderr: string }) => error);
-      const statusText = `${status.stdout}${status.stderr}`;
-      expect(statusText.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
-      // 1 would mean it could not read the cluster; 3 (DEPLOYING) is its view of a rollout.
-      expect([0, 3], statusText).toContain('code' in status ? status.code : 0);
-      const rows = (
-        JSON.parse(status.stdout) as { deployments: { name: string; workloads: { name: string }[] }[] }
-      ).deployments;
-      expect(
-        rows
-          .find((row) => row.name === 'full')
-          ?.workloads.map((w) => w.name)
-          .sort(),
-      ).toEqual(['full', 'full-db', 'full-kvstore', 'full-queue']);
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        child = spawned;
+        spawned.stdout?.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+        });
+        spawned.stderr?.on('data', (chunk: Buffer) => {
+          output += chunk.toString();
+        });
+        exited = new Promise<number | null>((resolve) => spawned.once('exit', (code) => resolve(code)));
+        probes = await eventually(
+          'the probe address',
+          async () => /"probes":"(http:\/\/[^"]+)"/.exec(output)?.[1],
+          20_000,
+        );
+        await eventually('the Lease taken', async () =>
+          (await leaseHolder()) === IDENTITY ? true : undefined,
+        );
+      }),
+    );
+    afterAll(() => {
+      child?.kill('SIGKILL');
+    });
 
-      // `suspend` and `resume` in the agent's pod, with the same token: acknowledged by the agent.
-      for (const command of [
-        ['suspend', 'small', '--reason', 'rbac'],
-        ['resume', 'small'],
-      ]) {
-        const done = await run(
+    it(
+      'rolls out every kind it writes',
+      withRefusals(async () => {
+        // Every kind the agent writes: prod (PDB), autoscaled (HPA), queue, executor (PodTemplate),
+        // database (StatefulSet, credentials Secret, volume), key-value store, secrets, custom URL.
+        full = await world.client.createDeployment(
+          app(world, 'full', appsNs(), {
+            source_config: {
+              listener_id: world.listenerId,
+              listener_config: { k8s_namespace: appsNs() },
+              deployment_type: 'prod',
+              custom_url: 'full.rbac.example.test',
+              resource_spec: {
+                min_scale: 2,
+                max_scale: 3,
+                cpu: 0.1,
+                memory_mb: 64,
+                queue_cpu: 0.1,
+                executor_cpu: 0.1,
+                db_storage_gi: 1,
+                kvstore_memory_mb: 32,
+              },
+            },
+          }),
+        );
+        const small = await world.client.createDeployment(app(world, 'small', otherNs()));
+        await waitForRevision(world, full, 'DEPLOYED', 90_000);
+        await waitForRevision(world, small, 'DEPLOYED');
+      }),
+    );
+
+    it(
+      'applies a new revision',
+      withRefusals(async () => {
+        const next = await world.client.patchDeployment(full.id, {
+          source_revision_config: { image_uri: 'nginx:1.28' },
+        });
+        expect(next.latest_revision_id).not.toBe(full.latest_revision_id);
+        await waitForRevision(world, next, 'DEPLOYED', 90_000);
+      }),
+    );
+
+    it(
+      'repairs drift: an image edited and a Service deleted by hand come back',
+      withRefusals(async () => {
+        await world.kube.apps.patchNamespacedDeployment({
+          name: 'full',
+          namespace: appsNs(),
+          body: [
+            { op: 'replace', path: '/spec/template/spec/containers/0/image', value: 'busybox:hand-edited' },
+          ],
+        });
+        await world.kube.core.deleteNamespacedService({ name: 'small', namespace: otherNs() });
+        await eventually('image restored', async () => {
+          const live = await world.kube.apps.readNamespacedDeployment({ name: 'full', namespace: appsNs() });
+          return live.spec?.template.spec?.containers[0]?.image === 'nginx:1.28' ? true : undefined;
+        });
+        await eventually('Service restored', async () =>
+          (await world.kube.core.readNamespacedService({ name: 'small', namespace: otherNs() }))
+            ? true
+            : undefined,
+        );
+      }),
+    );
+
+    it(
+      'lets `status` run in the agent’s pod with the same token, every workload of every kind listed',
+      withRefusals(async () => {
+        const status = await run(
           process.execPath,
-          [MAIN, ...command, '--config', configPath, '--timeout', '30'],
+          [MAIN, 'status', '--config', configPath, '--output', 'json'],
           {
             env: agentEnv(),
           },
+        ).catch((error: { code: number; stdout: string; stderr: string }) => error);
+        const statusText = `${status.stdout}${status.stderr}`;
+        expect(statusText.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
+        // 1 would mean it could not read the cluster; 3 (DEPLOYING) is its view of a rollout.
+        expect([0, 3], statusText).toContain('code' in status ? status.code : 0);
+        const rows = (
+          JSON.parse(status.stdout) as { deployments: { name: string; workloads: { name: string }[] }[] }
+        ).deployments;
+        expect(
+          rows
+            .find((row) => row.name === 'full')
+            ?.workloads.map((w) => w.name)
+            .sort(),
+        ).toEqual(['full', 'full-db', 'full-kvstore', 'full-queue']);
+      }),
+    );
+
+    it(
+      'lets `suspend` and `resume` run in the agent’s pod with the same token, acknowledged by the agent',
+      withRefusals(async () => {
+        for (const command of [
+          ['suspend', 'small', '--reason', 'rbac'],
+          ['resume', 'small'],
+        ]) {
+          const done = await run(
+            process.execPath,
+            [MAIN, ...command, '--config', configPath, '--timeout', '30'],
+            {
+              env: agentEnv(),
+            },
+          );
+          expect(done.stdout).toContain('the agent acknowledged it');
+        }
+      }),
+    );
+
+    it(
+      'writes Events on the workload',
+      withRefusals(async () => {
+        const events = await world.kube.config
+          .makeApiClient(k8s.EventsV1Api)
+          .listNamespacedEvent({ namespace: appsNs(), fieldSelector: 'regarding.name=full' });
+        expect(events.items.map((e) => e.reason)).toContain('RolloutComplete');
+      }),
+    );
+
+    it(
+      'removes every object of a deleted deployment, and keeps its database volume',
+      withRefusals(async () => {
+        await world.client.deleteDeployment(full.id);
+        const selector = `${LABEL_DEPLOYMENT_ID}=${full.id}`;
+        await eventually(
+          'objects of the deleted deployment removed',
+          async () => {
+            const [deployments, secrets, templates] = await Promise.all([
+              world.kube.apps.listNamespacedDeployment({ namespace: appsNs(), labelSelector: selector }),
+              world.kube.core.listNamespacedSecret({ namespace: appsNs(), labelSelector: selector }),
+              world.kube.core.listNamespacedPodTemplate({ namespace: appsNs(), labelSelector: selector }),
+            ]);
+            return deployments.items.length + secrets.items.length + templates.items.length === 0
+              ? true
+              : undefined;
+          },
+          60_000,
         );
-        expect(done.stdout).toContain('the agent acknowledged it');
-      }
+        const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({
+          namespace: appsNs(),
+          labelSelector: selector,
+        });
+        expect(claims.items.map((c) => c.metadata?.name)).toEqual(['data-full-db-0']);
+      }),
+    );
 
-      // Events written on the workload.
-      const events = await world.kube.config
-        .makeApiClient(k8s.EventsV1Api)
-        .listNamespacedEvent({ namespace: appsNs, fieldSelector: 'regarding.name=full' });
-      expect(events.items.map((e) => e.reason)).toContain('RolloutComplete');
+    it(
+      'counts its Kubernetes requests by kind, verb and code on /metrics',
+      withRefusals(async () => {
+        requests = parseKubeRequests(await (await fetch(`${probes}/metrics`)).text());
+        expect(requests.length).toBeGreaterThan(10);
+      }),
+    );
 
-      // Deleted: every object goes, the database volume stays.
-      await world.client.deleteDeployment(full.id);
-      const selector = `${LABEL_DEPLOYMENT_ID}=${full.id}`;
-      await eventually(
-        'objects of the deleted deployment removed',
-        async () => {
-          const [deployments, secrets, templates] = await Promise.all([
-            world.kube.apps.listNamespacedDeployment({ namespace: appsNs, labelSelector: selector }),
-            world.kube.core.listNamespacedSecret({ namespace: appsNs, labelSelector: selector }),
-            world.kube.core.listNamespacedPodTemplate({ namespace: appsNs, labelSelector: selector }),
-          ]);
-          return deployments.items.length + secrets.items.length + templates.items.length === 0
-            ? true
-            : undefined;
-        },
-        60_000,
-      );
-      const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({
-        namespace: appsNs,
-        labelSelector: selector,
-      });
-      expect(claims.items.map((c) => c.metadata?.name)).toEqual(['data-full-db-0']);
+    it(
+      'releases its Lease on SIGTERM, for an immediate successor',
+      withRefusals(async () => {
+        child?.kill('SIGTERM');
+        expect(await exited, output).toBe(0);
+        expect(await leaseHolder()).toBeFalsy();
+      }),
+    );
 
-      requests = parseKubeRequests(await (await fetch(`${probes}/metrics`)).text());
-
-      // Released on SIGTERM for an immediate successor.
-      child.kill('SIGTERM');
-      expect(await exited, output).toBe(0);
-      expect(await leaseHolder()).toBeFalsy();
-    } catch (error) {
-      const refused = output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line));
-      throw new Error(`${String(error)}; the agent's refused requests: ${refused.slice(0, 5).join('\n')}`, {
-        cause: error,
-      });
-    } finally {
-      child.kill('SIGKILL');
-    }
-    expect(requests.length).toBeGreaterThan(10);
-    expect(requests.filter((r) => r.code === '403')).toEqual([]);
-    expect(output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
+    it('was refused nothing: no 403 counted, none logged', () => {
+      expect(requests.length).toBeGreaterThan(10);
+      expect(requests.filter((r) => r.code === '403')).toEqual([]);
+      expect(output.split('\n').filter((line) => /\b403\b|forbidden/i.test(line))).toEqual([]);
+    });
   });
 
   it('grants exactly the verbs the agent used: none granted and never used', () => {

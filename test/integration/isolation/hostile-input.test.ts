@@ -428,254 +428,274 @@ async function post(payload: unknown): Promise<{ status: number; body: unknown }
 }
 
 describe('hostile input through a running agent', () => {
-  it('refuses every bad deployment with its reason, writes nothing for it, serves the rest, stays up', async () => {
-    console.log(`hostile-input: seed ${seed} (replay with HOSTILE_SEED=${seed})`);
-    const started = Date.now();
+  // One run: hostile cases mixed with valid ones, all sent while the agent runs; each `it` below
+  // checks one thing the agent must do with them, in order (later ones delete the colliders).
+  describe('a run of hostile deployments mixed with valid ones', () => {
+    let started = 0;
     // Liveness throughout, not only at the end.
+    let prober: ReturnType<typeof setInterval> | undefined;
     const probeFailures: string[] = [];
     let probes = 0;
-    const prober = setInterval(() => {
-      const url = agent.probesUrl();
-      if (!url) return;
-      probes++;
-      fetch(`${url}/healthz`).then(
-        (response) => {
-          if (response.status !== 200) probeFailures.push(`healthz ${response.status}`);
-        },
-        (error: unknown) => probeFailures.push(`healthz ${String(error)}`),
-      );
-    }, 500);
+    let victim: Deployment;
+    let valid: HostileCase[] = [];
+    let all: HostileCase[] = [];
+    /** What the control plane answered to each case. */
+    const answers: { hostile: HostileCase; status: number; body: unknown }[] = [];
+    /** The cases the control plane let in. */
+    const created: Created[] = [];
+    const idsOf = (kind: Expectation['kind']) =>
+      new Set(created.filter((c) => c.hostile.expect.kind === kind).map((c) => c.deployment.id));
 
-    // Deployments whose generated names the colliders below take, and someone else's Service.
-    const victim = await world.client.createDeployment(
-      app(world, 'victim', ns0, {
-        source_config: {
-          listener_id: world.listenerId,
-          listener_config: { k8s_namespace: ns0 },
-          resource_spec: {
-            cpu: 0.05,
-            memory_mb: 32,
-            queue_cpu: 0.05,
-            db_storage_gi: 1,
-            kvstore_memory_mb: 32,
+    beforeAll(async () => {
+      console.log(`hostile-input: seed ${seed} (replay with HOSTILE_SEED=${seed})`);
+      started = Date.now();
+      prober = setInterval(() => {
+        const url = agent.probesUrl();
+        if (!url) return;
+        probes++;
+        fetch(`${url}/healthz`).then(
+          (response) => {
+            if (response.status !== 200) probeFailures.push(`healthz ${response.status}`);
           },
-        },
-      }),
-    );
-    await world.kube.core.createNamespacedService({
-      namespace: ns1,
-      body: {
-        metadata: { name: 'squatter' },
-        spec: { ports: [{ port: 80 }], selector: { app: 'squatter' } },
-      },
-    });
-    await waitForRevision(world, victim, 'DEPLOYED', 120_000);
+          (error: unknown) => probeFailures.push(`healthz ${String(error)}`),
+        );
+      }, 500);
 
-    // The ones that write objects get a name of their own: two alike would collide (one would fail,
-    // as the collisions below must).
-    const cases: HostileCase[] = arbitraries()
-      .flatMap(([count, arbitrary], i) => fc.sample(arbitrary, { numRuns: count, seed: seed + i }))
-      .map((c, i) =>
-        c.expect.kind === 'converges' || c.expect.kind === 'rejected'
-          ? { ...c, body: { ...c.body, name: `${String(c.body.name)}-${i}` } }
-          : c,
+      // Deployments whose generated names the colliders below take, and someone else's Service.
+      victim = await world.client.createDeployment(
+        app(world, 'victim', ns0, {
+          source_config: {
+            listener_id: world.listenerId,
+            listener_config: { k8s_namespace: ns0 },
+            resource_spec: {
+              cpu: 0.05,
+              memory_mb: 32,
+              queue_cpu: 0.05,
+              db_storage_gi: 1,
+              kvstore_memory_mb: 32,
+            },
+          },
+        }),
       );
-    // Names that collide with what the agent generates for `victim`, and a hand-made Service.
-    const collisions: [string, string, string][] = [
-      ['victim', ns0, `Deployment/${ns0}/victim`],
-      ['victim-db', ns0, `Service/${ns0}/victim-db`],
-      ['victim-kvstore', ns0, `Service/${ns0}/victim-kvstore`],
-      ['victim-queue', ns0, `Deployment/${ns0}/victim-queue`],
-      ['squatter', ns1, `Service/${ns1}/squatter`],
-    ];
-    for (const [name, namespace, object] of collisions)
-      cases.push({
-        category: 'name collision',
-        body: body(name, namespace),
-        expect: { kind: 'refused', path: object },
+      await world.kube.core.createNamespacedService({
+        namespace: ns1,
+        body: {
+          metadata: { name: 'squatter' },
+          spec: { ports: [{ port: 80 }], selector: { app: 'squatter' } },
+        },
       });
-    // Valid deployments mixed in among them.
-    const valid = Array.from({ length: 10 }, (_, i) => ({
-      category: 'valid',
-      body: body(`valid-${i}`, i % 2 === 0 ? ns0 : ns1),
-      expect: { kind: 'converges' } as const,
-    }));
-    const all = fc.sample(
-      fc.shuffledSubarray([...cases, ...valid], { minLength: cases.length + valid.length }),
-      {
+      await waitForRevision(world, victim, 'DEPLOYED', 120_000);
+
+      // The ones that write objects get a name of their own: two alike would collide (one would
+      // fail, as the collisions below must).
+      const cases: HostileCase[] = arbitraries()
+        .flatMap(([count, arbitrary], i) => fc.sample(arbitrary, { numRuns: count, seed: seed + i }))
+        .map((c, i) =>
+          c.expect.kind === 'converges' || c.expect.kind === 'rejected'
+            ? { ...c, body: { ...c.body, name: `${String(c.body.name)}-${i}` } }
+            : c,
+        );
+      // Names that collide with what the agent generates for `victim`, and a hand-made Service.
+      const collisions: [string, string, string][] = [
+        ['victim', ns0, `Deployment/${ns0}/victim`],
+        ['victim-db', ns0, `Service/${ns0}/victim-db`],
+        ['victim-kvstore', ns0, `Service/${ns0}/victim-kvstore`],
+        ['victim-queue', ns0, `Deployment/${ns0}/victim-queue`],
+        ['squatter', ns1, `Service/${ns1}/squatter`],
+      ];
+      for (const [name, namespace, object] of collisions)
+        cases.push({
+          category: 'name collision',
+          body: body(name, namespace),
+          expect: { kind: 'refused', path: object },
+        });
+      // Valid deployments mixed in among them.
+      valid = Array.from({ length: 10 }, (_, i) => ({
+        category: 'valid',
+        body: body(`valid-${i}`, i % 2 === 0 ? ns0 : ns1),
+        expect: { kind: 'converges' } as const,
+      }));
+      all = fc.sample(fc.shuffledSubarray([...cases, ...valid], { minLength: cases.length + valid.length }), {
         numRuns: 1,
         seed,
-      },
-    )[0] ?? [...cases, ...valid];
+      })[0] ?? [...cases, ...valid];
 
-    const created: Created[] = [];
-    const door: Record<string, number> = {};
-    for (const hostile of all) {
-      const answer = await post(hostile.body).catch((error: unknown) => ({
-        status: 0,
-        body: `${String(error)} (${String((error as { cause?: unknown }).cause)})`,
-      }));
-      if (hostile.expect.kind === 'door') {
-        expect(answer.status, `${hostile.category}: ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(
-          hostile.expect.status,
-        );
-        if (hostile.expect.field)
-          expect((answer.body as { error: { field?: string } }).error.field).toBe(hostile.expect.field);
-        door[hostile.category] = (door[hostile.category] ?? 0) + 1;
-        continue;
+      for (const hostile of all) {
+        const answer = await post(hostile.body).catch((error: unknown) => ({
+          status: 0,
+          body: `${String(error)} (${String((error as { cause?: unknown }).cause)})`,
+        }));
+        answers.push({ hostile, ...answer });
+        if (hostile.expect.kind !== 'door' && answer.status === 201)
+          created.push({ hostile, deployment: answer.body as Deployment });
       }
-      expect(answer.status, `${hostile.category}: ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(201);
-      created.push({ hostile, deployment: answer.body as Deployment });
-    }
+    }, 300_000);
+    afterAll(() => clearInterval(prober));
 
-    // Every deployment the door let in reaches its outcome.
-    const outcome = (c: Created) => (c.hostile.expect.kind === 'converges' ? 'DEPLOYED' : 'DEPLOY_FAILED');
-    // Straight from the emulator's store: a snapshot of its state would deep-clone the hostile
-    // payloads (structuredClone overflows the stack on the most deeply nested ones).
-    const latestStatus = (id: string) => {
-      const deployment = world.emulator.store.getDeployment(id);
-      return world.emulator.store.listRevisions(id, {}).find((r) => r.id === deployment.latest_revision_id)
-        ?.status;
-    };
-    const unsettled = () =>
-      created
-        .filter((c) => latestStatus(c.deployment.id) !== outcome(c))
-        .map((c) => {
-          const said = reports.findLast((r) => r.deployment_id === c.deployment.id)?.message ?? '';
-          return `${c.hostile.category} ${c.deployment.id}: ${latestStatus(c.deployment.id)} ${said.slice(0, 300)}`;
-        });
-    const pending = await eventually(
-      'every outcome',
-      async () => (unsettled().length === 0 ? [] : undefined),
-      150_000,
-      2_000,
-    ).catch(() => unsettled());
-    if (pending.length > 0) {
-      // The agent's own words and the workloads as the API server has them, for whoever debugs it.
-      const dir = await mkdtemp(join(tmpdir(), 'hostile-input-'));
-      await writeFile(join(dir, 'agent.log'), agent.output());
+    it('sends at least 200 hostile cases', () => {
+      expect(all.length - valid.length).toBeGreaterThanOrEqual(200);
+    });
+
+    it('is refused at the control plane where the interface says (413, 400, 422 naming the field), created otherwise', () => {
+      for (const { hostile, status, body: answered } of answers) {
+        const said = `${hostile.category}: ${JSON.stringify(answered).slice(0, 300)}`;
+        if (hostile.expect.kind === 'door') {
+          expect(status, said).toBe(hostile.expect.status);
+          if (hostile.expect.field)
+            expect((answered as { error: { field?: string } }).error.field).toBe(hostile.expect.field);
+        } else expect(status, said).toBe(201);
+      }
+    });
+
+    it('brings every deployment the control plane let in to its outcome: DEPLOYED, or DEPLOY_FAILED', async () => {
+      const outcome = (c: Created) => (c.hostile.expect.kind === 'converges' ? 'DEPLOYED' : 'DEPLOY_FAILED');
+      // Straight from the emulator's store: a snapshot of its state would deep-clone the hostile
+      // payloads (structuredClone overflows the stack on the most deeply nested ones).
+      const latestStatus = (id: string) => {
+        const deployment = world.emulator.store.getDeployment(id);
+        return world.emulator.store.listRevisions(id, {}).find((r) => r.id === deployment.latest_revision_id)
+          ?.status;
+      };
+      const unsettled = () =>
+        created
+          .filter((c) => latestStatus(c.deployment.id) !== outcome(c))
+          .map((c) => {
+            const said = reports.findLast((r) => r.deployment_id === c.deployment.id)?.message ?? '';
+            return `${c.hostile.category} ${c.deployment.id}: ${latestStatus(c.deployment.id)} ${said.slice(0, 300)}`;
+          });
+      const pending = await eventually(
+        'every outcome',
+        async () => (unsettled().length === 0 ? [] : undefined),
+        150_000,
+        2_000,
+      ).catch(() => unsettled());
+      if (pending.length > 0) {
+        // The agent's own words and the workloads as the API server has them, for whoever debugs it.
+        const dir = await mkdtemp(join(tmpdir(), 'hostile-input-'));
+        await writeFile(join(dir, 'agent.log'), agent.output());
+        for (const namespace of [ns0, ns1]) {
+          const workloads = await world.kube.apps.listNamespacedDeployment({ namespace });
+          await writeFile(
+            join(dir, `deployments-${namespace}.json`),
+            JSON.stringify(
+              workloads.items.map((d) => ({
+                name: d.metadata?.name,
+                generation: d.metadata?.generation,
+                status: d.status,
+              })),
+              null,
+              1,
+            ),
+          );
+          const events = await world.kube.core.listNamespacedEvent({ namespace });
+          await writeFile(
+            join(dir, `events-${namespace}.txt`),
+            events.items
+              .map((e) => `${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`)
+              .join('\n'),
+          );
+        }
+        console.log(`hostile-input: agent log and cluster state in ${dir}`);
+      }
+      expect(pending).toEqual([]);
+    }, 200_000);
+
+    it('names, in each refusal, its field (or the object a collision would have taken)', () => {
+      const failedMessages = new Map<string, string[]>();
+      for (const report of reports) {
+        if (report.revision_status !== 'DEPLOY_FAILED') continue;
+        failedMessages.set(report.deployment_id, [
+          ...(failedMessages.get(report.deployment_id) ?? []),
+          report.message ?? '',
+        ]);
+      }
+      const unnamed: string[] = [];
+      for (const { hostile, deployment } of created) {
+        const { expect: wanted } = hostile;
+        if (wanted.kind !== 'refused' && wanted.kind !== 'rejected') continue;
+        const messages = failedMessages.get(deployment.id) ?? [];
+        if (!messages.some((m) => m.includes(wanted.path)))
+          unnamed.push(
+            `${hostile.category}: wanted ${wanted.path} in ${JSON.stringify(messages).slice(0, 300)}`,
+          );
+      }
+      expect(unnamed).toEqual([]);
+    });
+
+    it('writes nothing for a refused deployment, in any namespace, and lets no collision take an object', async () => {
+      const live = await listListenerObjects(world, [ns0, ns1, OUTSIDE_ALLOW_LIST]);
+      const refusedIds = idsOf('refused');
+      const written = live.filter(
+        (entry) => entry.deploymentId !== undefined && refusedIds.has(entry.deploymentId),
+      );
+      expect(written.map((entry) => entry.key)).toEqual([]);
+      const victimObjects = live.filter((entry) => entry.deploymentId === victim.id).map((e) => e.key);
+      for (const name of ['victim', 'victim-db', 'victim-kvstore', 'victim-queue'])
+        expect(victimObjects.some((key) => key.endsWith(`/${name}`))).toBe(true);
+      expect(await revisionStatus(world, victim.id, victim.latest_revision_id ?? '')).toBe('DEPLOYED');
+      const squatter = await world.kube.core.readNamespacedService({ name: 'squatter', namespace: ns1 });
+      expect(squatter.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBeUndefined();
+    });
+
+    it('removes nothing of what the colliders collided with when they are deleted', async () => {
+      const victimKeys = async () =>
+        (await listListenerObjects(world, [ns0]))
+          .filter((e) => e.deploymentId === victim.id)
+          .map((e) => e.key)
+          .sort();
+      const before = await victimKeys();
+      const colliders = created.filter((c) => c.hostile.category === 'name collision');
+      expect(colliders).toHaveLength(5);
+      for (const c of colliders) await world.client.deleteDeployment(c.deployment.id);
+      await eventually(
+        'the colliders removed',
+        async () => {
+          const ids = new Set(world.emulator.store.listDeployments({}).map((d) => d.id));
+          return colliders.every((c) => !ids.has(c.deployment.id)) ? true : undefined;
+        },
+        60_000,
+      );
+      expect(await victimKeys()).toEqual(before);
+      await world.kube.core.readNamespacedService({ name: 'squatter', namespace: ns1 });
+    });
+
+    it('lets no secret value reach its log, its reports or an Event', async () => {
+      expect(agent.output()).not.toContain(MARKER);
+      expect(reports.some((r) => r.message?.includes(MARKER))).toBe(false);
       for (const namespace of [ns0, ns1]) {
-        const workloads = await world.kube.apps.listNamespacedDeployment({ namespace });
-        await writeFile(
-          join(dir, `deployments-${namespace}.json`),
-          JSON.stringify(
-            workloads.items.map((d) => ({
-              name: d.metadata?.name,
-              generation: d.metadata?.generation,
-              status: d.status,
-            })),
-            null,
-            1,
-          ),
-        );
         const events = await world.kube.core.listNamespacedEvent({ namespace });
-        await writeFile(
-          join(dir, `events-${namespace}.txt`),
-          events.items
-            .map((e) => `${e.involvedObject.kind}/${e.involvedObject.name} ${e.reason}: ${e.message}`)
-            .join('\n'),
-        );
+        expect(events.items.some((e) => e.message?.includes(MARKER))).toBe(false);
       }
-      console.log(`hostile-input: agent log and cluster state in ${dir}`);
-    }
-    expect(pending).toEqual([]);
+    });
 
-    // Each refusal names its field (or the object a collision would have taken).
-    const failedMessages = new Map<string, string[]>();
-    for (const report of reports) {
-      if (report.revision_status !== 'DEPLOY_FAILED') continue;
-      failedMessages.set(report.deployment_id, [
-        ...(failedMessages.get(report.deployment_id) ?? []),
-        report.message ?? '',
-      ]);
-    }
-    const unnamed: string[] = [];
-    for (const { hostile, deployment } of created) {
-      const { expect: wanted } = hostile;
-      if (wanted.kind !== 'refused' && wanted.kind !== 'rejected') continue;
-      const messages = failedMessages.get(deployment.id) ?? [];
-      if (!messages.some((m) => m.includes(wanted.path)))
-        unnamed.push(
-          `${hostile.category}: wanted ${wanted.path} in ${JSON.stringify(messages).slice(0, 300)}`,
-        );
-    }
-    expect(unnamed).toEqual([]);
+    it('stays up throughout (/healthz 200 every half second)', async () => {
+      clearInterval(prober);
+      expect(agent.child.exitCode).toBeNull();
+      expect(probeFailures).toEqual([]);
+      // Every half second for the whole run (which takes at least the victim's rollout).
+      expect(probes).toBeGreaterThanOrEqual(10);
+      const url = agent.probesUrl();
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
 
-    // Nothing written for a refused deployment, in any namespace; the collisions took nothing.
-    const live = await listListenerObjects(world, [ns0, ns1, OUTSIDE_ALLOW_LIST]);
-    const rejectedIds = new Set(
-      created.filter((c) => c.hostile.expect.kind === 'rejected').map((c) => c.deployment.id),
-    );
-    const refusedIds = new Set(
-      created.filter((c) => c.hostile.expect.kind === 'refused').map((c) => c.deployment.id),
-    );
-    const written = live.filter(
-      (entry) => entry.deploymentId !== undefined && refusedIds.has(entry.deploymentId),
-    );
-    expect(written.map((entry) => entry.key)).toEqual([]);
-    const victimObjects = live.filter((entry) => entry.deploymentId === victim.id).map((e) => e.key);
-    for (const name of ['victim', 'victim-db', 'victim-kvstore', 'victim-queue'])
-      expect(victimObjects.some((key) => key.endsWith(`/${name}`))).toBe(true);
-    expect(await revisionStatus(world, victim.id, victim.latest_revision_id ?? '')).toBe('DEPLOYED');
-    const squatter = await world.kube.core.readNamespacedService({ name: 'squatter', namespace: ns1 });
-    expect(squatter.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBeUndefined();
-
-    // Deleting the colliders removes nothing of what they collided with.
-    const colliders = created.filter((c) => c.hostile.category === 'name collision');
-    for (const c of colliders) await world.client.deleteDeployment(c.deployment.id);
-    await eventually(
-      'the colliders removed',
-      async () => {
-        const ids = new Set(world.emulator.store.listDeployments({}).map((d) => d.id));
-        return colliders.every((c) => !ids.has(c.deployment.id)) ? true : undefined;
-      },
-      60_000,
-    );
-    const after = (await listListenerObjects(world, [ns0])).filter((e) => e.deploymentId === victim.id);
-    expect(after.map((e) => e.key).sort()).toEqual(
-      live
-        .filter((e) => e.deploymentId === victim.id && e.key.includes(`/${ns0}/`))
-        .map((e) => e.key)
-        .sort(),
-    );
-    await world.kube.core.readNamespacedService({ name: 'squatter', namespace: ns1 });
-
-    // No secret value anywhere it could leak to.
-    expect(agent.output()).not.toContain(MARKER);
-    expect(reports.some((r) => r.message?.includes(MARKER))).toBe(false);
-    for (const namespace of [ns0, ns1]) {
-      const events = await world.kube.core.listNamespacedEvent({ namespace });
-      expect(events.items.some((e) => e.message?.includes(MARKER))).toBe(false);
-    }
-
-    // Up throughout.
-    clearInterval(prober);
-    expect(agent.child.exitCode).toBeNull();
-    expect(probeFailures).toEqual([]);
-    // Every half second for the whole run (which takes at least the victim's rollout).
-    expect(probes).toBeGreaterThanOrEqual(10);
-    const url = agent.probesUrl();
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-
-    const hostileCount = all.length - valid.length;
-    const refusedAtDoor = Object.values(door).reduce((a, b) => a + b, 0);
-    const summary = {
-      seed,
-      hostileCases: hostileCount,
-      refusedAtDoor,
-      refusedByAgent: refusedIds.size,
-      rejectedByApiServer: rejectedIds.size,
-      writtenBeforeApiServerRejection: live.filter((e) => e.deploymentId && rejectedIds.has(e.deploymentId))
-        .length,
-      hostileServed: created.filter(
-        (c) => c.hostile.category !== 'valid' && c.hostile.expect.kind === 'converges',
-      ).length,
-      validServed: valid.length,
-      seconds: Math.round((Date.now() - started) / 1000),
-    };
-    console.log(`hostile-input: ${JSON.stringify(summary)}`);
-    expect(hostileCount).toBeGreaterThanOrEqual(200);
-  }, 360_000);
+      const rejectedIds = idsOf('rejected');
+      const live = await listListenerObjects(world, [ns0, ns1, OUTSIDE_ALLOW_LIST]);
+      const summary = {
+        seed,
+        hostileCases: all.length - valid.length,
+        refusedAtDoor: answers.filter((a) => a.hostile.expect.kind === 'door').length,
+        refusedByAgent: idsOf('refused').size,
+        rejectedByApiServer: rejectedIds.size,
+        writtenBeforeApiServerRejection: live.filter((e) => e.deploymentId && rejectedIds.has(e.deploymentId))
+          .length,
+        hostileServed: created.filter(
+          (c) => c.hostile.category !== 'valid' && c.hostile.expect.kind === 'converges',
+        ).length,
+        validServed: valid.length,
+        seconds: Math.round((Date.now() - started) / 1000),
+      };
+      console.log(`hostile-input: ${JSON.stringify(summary)}`);
+    });
+  });
 
   it('never prunes an object that another deployment owns, even when an inventory records it', async () => {
     const owner = await world.client.createDeployment(app(world, 'owner', ns1));

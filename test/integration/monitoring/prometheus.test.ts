@@ -103,91 +103,110 @@ afterAll(async () => {
 });
 
 describe('a real Prometheus scraping the agent through a lifecycle', () => {
-  it('answers every dashboard query and raises the failure’s alert', async () => {
-    const [ns = ''] = world.namespaces;
-    const web = await world.client.createDeployment(app(world, 'web', ns));
-    const bad = await world.client.createDeployment(app(world, 'nowhere', MISSING_NS));
-    await waitForRevision(world, web, 'DEPLOYED');
-    await waitForRevision(world, bad, 'DEPLOY_FAILED');
-    const gone = await world.client.createDeployment(app(world, 'gone', ns));
-    await waitForRevision(world, gone, 'DEPLOYED');
-    await world.client.deleteDeployment(gone.id);
-    await eventually(
-      'the deleted deployment pruned (seen by Prometheus)',
-      async () =>
-        Number(
-          (await prometheus.query(`sum(k8s_listener_objects_pruned_total{job="${JOB}"})`))[0]?.value[1] ?? 0,
-        ) > 0
-          ? true
-          : undefined,
-      60_000,
-      500,
-    );
+  // The lifecycle once — create, roll out, fail one, delete, a moment of control-plane outage —
+  // then what Prometheus makes of it, one thing an `it`.
+  describe('after create, roll out, fail, delete and an outage', () => {
+    beforeAll(async () => {
+      const [ns = ''] = world.namespaces;
+      const web = await world.client.createDeployment(app(world, 'web', ns));
+      const bad = await world.client.createDeployment(app(world, 'nowhere', MISSING_NS));
+      await waitForRevision(world, web, 'DEPLOYED');
+      await waitForRevision(world, bad, 'DEPLOY_FAILED');
+      const gone = await world.client.createDeployment(app(world, 'gone', ns));
+      await waitForRevision(world, gone, 'DEPLOYED');
+      await world.client.deleteDeployment(gone.id);
+      await eventually(
+        'the deleted deployment pruned (seen by Prometheus)',
+        async () =>
+          Number(
+            (await prometheus.query(`sum(k8s_listener_objects_pruned_total{job="${JOB}"})`))[0]?.value[1] ??
+              0,
+          ) > 0
+            ? true
+            : undefined,
+        60_000,
+        500,
+      );
 
-    // A moment of control-plane outage: requests fail (503), then succeed again.
-    proxy.fault = 'errors';
-    await eventually(
-      'a failed control-plane request seen by Prometheus',
-      async () =>
-        (await prometheus.query(`k8s_listener_control_plane_requests_total{job="${JOB}",code="503"} > 0`))
-          .length > 0
-          ? true
-          : undefined,
-      60_000,
-      250,
-    );
-    proxy.fault = 'none';
-
-    // The failure's alert: more than a quarter of this run's reconciles ended in an error.
-    const alert = await eventually(
-      'K8sListenerReconcileErrors pending or firing',
-      async () =>
-        (await prometheus.alerts()).find((a) => a.labels.alertname === 'K8sListenerReconcileErrors'),
-      60_000,
-      500,
-    );
-    expect(alert.state).toMatch(/^(pending|firing)$/);
-    expect(alert.labels).toMatchObject({ job: JOB, namespace: 'ops', severity: 'warning' });
-    // A healthy agent's alerts stay silent meanwhile.
-    const active = (await prometheus.alerts()).map((a) => a.labels.alertname);
-    for (const quiet of [
-      'K8sListenerDown',
-      'K8sListenerAbsent',
-      'K8sListenerNoLeader',
-      'K8sListenerPruneRefused',
-    ])
-      expect(active).not.toContain(quiet);
-
-    // Every query of the dashboard, as Grafana sends it, returns at least one series (a rate
-    // needs two scrapes of a series that has just appeared: a few seconds are given).
-    const emptyQueries = async () => {
-      const empty: string[] = [];
-      for (const query of dashboardQueries()) {
-        const result = await prometheus.query(asGrafanaSends(query.expr));
-        if (result.length === 0) empty.push(`${query.source}: ${query.expr}`);
+      // A moment of control-plane outage: requests fail (503), then succeed again.
+      proxy.fault = 'errors';
+      try {
+        await eventually(
+          'a failed control-plane request seen by Prometheus',
+          async () =>
+            (await prometheus.query(`k8s_listener_control_plane_requests_total{job="${JOB}",code="503"} > 0`))
+              .length > 0
+              ? true
+              : undefined,
+          60_000,
+          250,
+        );
+      } finally {
+        proxy.fault = 'none';
       }
-      return empty;
-    };
-    let empty = await emptyQueries();
-    for (let tries = 0; empty.length > 0 && tries < 20; tries += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      empty = await emptyQueries();
-    }
-    expect(empty).toEqual([]);
-    expect(dashboardQueries().length).toBeGreaterThan(30);
+    }, 300_000);
 
-    // The series the alerts' unit tests feed promtool are series this agent exports (or that
-    // Prometheus makes for its target, `up`): the rule tests are about real metrics.
-    const tests = parse(await readFile(ALERT_TESTS, 'utf8')) as {
-      tests: { input_series: { series: string }[] }[];
-    };
-    const fed = new Set(tests.tests.flatMap((t) => t.input_series.map((i) => i.series.split('{')[0] ?? '')));
-    expect(fed.size).toBeGreaterThan(8);
-    const unknown: string[] = [];
-    for (const name of fed)
-      if ((await prometheus.query(`count({__name__="${name}", job="${JOB}"})`)).length === 0)
-        unknown.push(name);
-    expect(unknown).toEqual([]);
+    it('raises the failure’s alert, and none of a healthy agent’s', async () => {
+      // The failure's alert: more than a quarter of this run's reconciles ended in an error.
+      const alert = await eventually(
+        'K8sListenerReconcileErrors pending or firing',
+        async () =>
+          (await prometheus.alerts()).find((a) => a.labels.alertname === 'K8sListenerReconcileErrors'),
+        60_000,
+        500,
+      );
+      expect(alert.state).toMatch(/^(pending|firing)$/);
+      expect(alert.labels).toMatchObject({ job: JOB, namespace: 'ops', severity: 'warning' });
+      // A healthy agent's alerts stay silent meanwhile.
+      const active = (await prometheus.alerts()).map((a) => a.labels.alertname);
+      for (const quiet of [
+        'K8sListenerDown',
+        'K8sListenerAbsent',
+        'K8sListenerNoLeader',
+        'K8sListenerPruneRefused',
+      ])
+        expect(active).not.toContain(quiet);
+    });
+
+    it('answers every query of the dashboard, as Grafana sends it, with at least one series', async () => {
+      // A rate needs two scrapes of a series that has just appeared: a few seconds are given.
+      const emptyQueries = async () => {
+        const empty: string[] = [];
+        for (const query of dashboardQueries()) {
+          const result = await prometheus.query(asGrafanaSends(query.expr));
+          if (result.length === 0) empty.push(`${query.source}: ${query.expr}`);
+        }
+        return empty;
+      };
+      // The queries still empty at the deadline are the timeout's cause.
+      await eventually(
+        'a series for every dashboard query',
+        async () => {
+          const empty = await emptyQueries();
+          if (empty.length > 0) throw new Error(`queries without a series:\n${empty.join('\n')}`);
+          return true;
+        },
+        10_000,
+        500,
+      );
+      expect(dashboardQueries().length).toBeGreaterThan(30);
+    });
+
+    it('exports every series the alerts’ unit tests feed promtool', async () => {
+      // Or Prometheus makes it for its target (`up`): the rule tests are about real metrics.
+      const tests = parse(await readFile(ALERT_TESTS, 'utf8')) as {
+        tests: { input_series: { series: string }[] }[];
+      };
+      const fed = new Set(
+        tests.tests.flatMap((t) => t.input_series.map((i) => i.series.split('{')[0] ?? '')),
+      );
+      expect(fed.size).toBeGreaterThan(8);
+      const unknown: string[] = [];
+      for (const name of fed)
+        if ((await prometheus.query(`count({__name__="${name}", job="${JOB}"})`)).length === 0)
+          unknown.push(name);
+      expect(unknown).toEqual([]);
+    });
   });
 
   it('serves /metrics that promtool check metrics accepts without a complaint', async () => {

@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import type { StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
@@ -250,97 +251,122 @@ describe.skipIf(skipReason !== undefined)('the image, run as the chart’s pod r
     expect(stated.readme).toEqual({ totalMB: stated.totalMB, agentLayerMB: stated.agentLayerMB });
   });
 
-  it('becomes ready with in-cluster credentials, deploys, and stops cleanly on SIGTERM', async () => {
-    const deployment = manifests.find((m) => m.kind === 'Deployment');
-    const pod = deployment?.spec?.template.spec;
-    const container = pod?.containers[0];
-    if (!pod || !container) throw new Error('the chart renders no Deployment');
-    const { runAsUser, runAsGroup, fsGroup } = pod.securityContext;
-
-    // The kubelet's view of the pod's volumes, as files on the host bind-mounted read-only.
-    const mounts: { source: string; target: string; mode: 'ro' }[] = [];
-    const token = await world.kube.core.createNamespacedServiceAccountToken({
-      name: pod.serviceAccountName,
-      namespace: releaseNs,
-      body: { spec: { expirationSeconds: 3600, audiences: [] } },
-    });
-    const saDir = join(work, 'serviceaccount');
-    await mkdir(saDir);
-    const ca = Buffer.from(world.kube.config.getCurrentCluster()?.caData ?? '', 'base64').toString();
-    expect(ca).toContain('BEGIN CERTIFICATE');
-    await writeFile(join(saDir, 'ca.crt'), ca, { mode: 0o644 });
-    await writeFile(join(saDir, 'namespace'), releaseNs, { mode: 0o644 });
-    await writeFile(join(saDir, 'token'), token.status?.token ?? '');
-    // Projected and Secret volumes: root-owned, group fsGroup, as the kubelet sets them.
-    await chown(join(saDir, 'token'), 0, fsGroup);
-    await chmod(join(saDir, 'token'), 0o440);
-    mounts.push({ source: saDir, target: SERVICE_ACCOUNT_DIR, mode: 'ro' });
-    for (const mount of container.volumeMounts) {
-      const volume = pod.volumes.find((v) => v.name === mount.name);
-      const dir = join(work, `volume-${mount.name}`);
-      await mkdir(dir);
-      if (volume?.configMap) {
-        const configMap = manifests.find(
-          (m) => m.kind === 'ConfigMap' && m.metadata.name === volume.configMap?.name,
-        );
-        for (const file of projectedFiles(mount.name, configMap?.data ?? {}, volume.configMap.items)) {
-          await mkdir(dirname(join(dir, file.path)), { recursive: true });
-          await writeFile(join(dir, file.path), file.value, { mode: file.mode ?? 0o644 });
-        }
-      } else if (volume?.secret) {
-        const secret = manifests.find(
-          (m) => m.kind === 'Secret' && m.metadata.name === volume.secret?.secretName,
-        );
-        for (const file of projectedFiles(mount.name, secret?.data ?? {}, volume.secret.items)) {
-          const path = join(dir, file.path);
-          await mkdir(dirname(path), { recursive: true });
-          await writeFile(path, Buffer.from(file.value, 'base64'));
-          await chown(path, 0, fsGroup);
-          await chmod(path, file.mode ?? volume.secret.defaultMode);
-        }
-      } else {
-        throw new Error(`volume ${mount.name}: neither a ConfigMap nor a Secret`);
-      }
-      mounts.push({ source: dir, target: mount.mountPath, mode: 'ro' });
-    }
-    const config = parse(manifests.find((m) => m.kind === 'ConfigMap')?.data?.['config.yaml'] ?? '') as {
-      controlPlane: { apiKeyFile: string };
-      probes: { port: number };
-    };
-    expect(config.probes.port).toBe(probePort);
-    expect(config.controlPlane.apiKeyFile).toBe('/var/run/secrets/k8s-listener/api-key');
-
-    const server = new URL(world.kube.config.getCurrentCluster()?.server ?? '');
-    const { GenericContainer } = await import('testcontainers');
-    // testcontainers has no setter for a read-only root filesystem; its host config has the field.
-    class PodContainer extends GenericContainer {
-      withReadOnlyRootFilesystem(): this {
-        this.hostConfig.ReadonlyRootfs = true;
-        return this;
-      }
-    }
-    const image = new PodContainer(TAG)
-      .withNetworkMode('host')
-      .withUser(`${runAsUser}:${runAsGroup}`)
-      .withCommand(container.args)
-      .withEnvironment({
-        KUBERNETES_SERVICE_HOST: server.hostname,
-        KUBERNETES_SERVICE_PORT: server.port,
-        POD_NAME: 'agent-image-0',
-        POD_NAMESPACE: releaseNs,
-      })
-      .withBindMounts(mounts)
-      .withStartupTimeout(60_000);
-    if (container.securityContext.readOnlyRootFilesystem) image.withReadOnlyRootFilesystem();
-    if (container.securityContext.capabilities.drop.includes('ALL')) image.withDroppedCapabilities('ALL');
-    if (!container.securityContext.allowPrivilegeEscalation) image.withSecurityOpt('no-new-privileges');
-    const memory = container.resources.limits?.memory;
-    if (memory) image.withResourcesQuota({ memory: bytesOf(memory) / 1024 ** 3 });
-    const started = await image.start();
-    const id = started.getId();
+  // One container, started as the kubelet would start the chart's pod; each `it` below checks one
+  // thing of it, in order (the last stops it).
+  describe('started as the kubelet starts the chart’s pod', () => {
+    let pod: PodSpec;
+    let container: PodSpec['containers'][number];
+    let started: StartedTestContainer | undefined;
+    let id = '';
     // The agent logs to stdout; the engine keeps it (podman's k8s-file driver).
     const logs = () => podman('logs', id);
-    try {
+    const holder = async () =>
+      (
+        await world.kube.config
+          .makeApiClient(k8s.CoordinationV1Api)
+          .readNamespacedLease({ name: 'k8s-listener', namespace: releaseNs })
+      ).spec?.holderIdentity ?? '';
+
+    beforeAll(async () => {
+      const deployment = manifests.find((m) => m.kind === 'Deployment');
+      const spec = deployment?.spec?.template.spec;
+      const first = spec?.containers[0];
+      if (!spec || !first) throw new Error('the chart renders no Deployment');
+      pod = spec;
+      container = first;
+      const { fsGroup } = pod.securityContext;
+
+      // The kubelet's view of the pod's volumes, as files on the host bind-mounted read-only.
+      const mounts: { source: string; target: string; mode: 'ro' }[] = [];
+      const token = await world.kube.core.createNamespacedServiceAccountToken({
+        name: pod.serviceAccountName,
+        namespace: releaseNs,
+        body: { spec: { expirationSeconds: 3600, audiences: [] } },
+      });
+      const saDir = join(work, 'serviceaccount');
+      await mkdir(saDir);
+      const ca = Buffer.from(world.kube.config.getCurrentCluster()?.caData ?? '', 'base64').toString();
+      expect(ca).toContain('BEGIN CERTIFICATE');
+      await writeFile(join(saDir, 'ca.crt'), ca, { mode: 0o644 });
+      await writeFile(join(saDir, 'namespace'), releaseNs, { mode: 0o644 });
+      await writeFile(join(saDir, 'token'), token.status?.token ?? '');
+      // Projected and Secret volumes: root-owned, group fsGroup, as the kubelet sets them.
+      await chown(join(saDir, 'token'), 0, fsGroup);
+      await chmod(join(saDir, 'token'), 0o440);
+      mounts.push({ source: saDir, target: SERVICE_ACCOUNT_DIR, mode: 'ro' });
+      for (const mount of container.volumeMounts) {
+        const volume = pod.volumes.find((v) => v.name === mount.name);
+        const dir = join(work, `volume-${mount.name}`);
+        await mkdir(dir);
+        if (volume?.configMap) {
+          const configMap = manifests.find(
+            (m) => m.kind === 'ConfigMap' && m.metadata.name === volume.configMap?.name,
+          );
+          for (const file of projectedFiles(mount.name, configMap?.data ?? {}, volume.configMap.items)) {
+            await mkdir(dirname(join(dir, file.path)), { recursive: true });
+            await writeFile(join(dir, file.path), file.value, { mode: file.mode ?? 0o644 });
+          }
+        } else if (volume?.secret) {
+          const secret = manifests.find(
+            (m) => m.kind === 'Secret' && m.metadata.name === volume.secret?.secretName,
+          );
+          for (const file of projectedFiles(mount.name, secret?.data ?? {}, volume.secret.items)) {
+            const path = join(dir, file.path);
+            await mkdir(dirname(path), { recursive: true });
+            await writeFile(path, Buffer.from(file.value, 'base64'));
+            await chown(path, 0, fsGroup);
+            await chmod(path, file.mode ?? volume.secret.defaultMode);
+          }
+        } else {
+          throw new Error(`volume ${mount.name}: neither a ConfigMap nor a Secret`);
+        }
+        mounts.push({ source: dir, target: mount.mountPath, mode: 'ro' });
+      }
+
+      const server = new URL(world.kube.config.getCurrentCluster()?.server ?? '');
+      const { GenericContainer } = await import('testcontainers');
+      // testcontainers has no setter for a read-only root filesystem; its host config has the field.
+      class PodContainer extends GenericContainer {
+        withReadOnlyRootFilesystem(): this {
+          this.hostConfig.ReadonlyRootfs = true;
+          return this;
+        }
+      }
+      const image = new PodContainer(TAG)
+        .withNetworkMode('host')
+        .withUser(`${pod.securityContext.runAsUser}:${pod.securityContext.runAsGroup}`)
+        .withCommand(container.args)
+        .withEnvironment({
+          KUBERNETES_SERVICE_HOST: server.hostname,
+          KUBERNETES_SERVICE_PORT: server.port,
+          POD_NAME: 'agent-image-0',
+          POD_NAMESPACE: releaseNs,
+        })
+        .withBindMounts(mounts)
+        .withStartupTimeout(60_000);
+      if (container.securityContext.readOnlyRootFilesystem) image.withReadOnlyRootFilesystem();
+      if (container.securityContext.capabilities.drop.includes('ALL')) image.withDroppedCapabilities('ALL');
+      if (!container.securityContext.allowPrivilegeEscalation) image.withSecurityOpt('no-new-privileges');
+      const memory = container.resources.limits?.memory;
+      if (memory) image.withResourcesQuota({ memory: bytesOf(memory) / 1024 ** 3 });
+      started = await image.start();
+      id = started.getId();
+    });
+
+    afterAll(async () => {
+      if (id) await podman('rm', '--force', id).catch(() => undefined);
+    });
+
+    it('reads the configuration the chart renders: probes on its metrics port, the API key from its Secret', () => {
+      const config = parse(manifests.find((m) => m.kind === 'ConfigMap')?.data?.['config.yaml'] ?? '') as {
+        controlPlane: { apiKeyFile: string };
+        probes: { port: number };
+      };
+      expect(config.probes.port).toBe(probePort);
+      expect(config.controlPlane.apiKeyFile).toBe('/var/run/secrets/k8s-listener/api-key');
+    });
+
+    it('runs as the pod spec says: its user, a read-only root filesystem, its memory limit', async () => {
       // What the engine was asked for is what the chart's pod spec says.
       const inspect = JSON.parse(await podman('inspect', id)) as {
         HostConfig: { ReadonlyRootfs: boolean; Memory: number; CapDrop: string[] };
@@ -348,12 +374,15 @@ describe.skipIf(skipReason !== undefined)('the image, run as the chart’s pod r
       }[];
       expect(inspect[0]?.HostConfig.ReadonlyRootfs).toBe(true);
       expect(inspect[0]?.Config.User).toBe('1000:1000');
+      const memory = container.resources.limits?.memory;
       if (memory) expect(inspect[0]?.HostConfig.Memory).toBe(bytesOf(memory));
-      const id0 = (await started.exec(['id', '-u'])).output.trim();
-      expect(id0).toBe(String(runAsUser));
-      const write = await started.exec(['sh', '-c', 'touch /app/x 2>&1; echo $?']);
-      expect(write.output).toMatch(/Read-only file system/);
+      const id0 = (await started?.exec(['id', '-u']))?.output.trim();
+      expect(id0).toBe(String(pod.securityContext.runAsUser));
+      const write = await started?.exec(['sh', '-c', 'touch /app/x 2>&1; echo $?']);
+      expect(write?.output).toMatch(/Read-only file system/);
+    });
 
+    it('becomes ready with in-cluster credentials, found by the agent itself', async () => {
       await eventually(
         '/readyz 200',
         async () => {
@@ -367,24 +396,23 @@ describe.skipIf(skipReason !== undefined)('the image, run as the chart’s pod r
       });
       // The in-cluster path, picked by the agent itself (no kubeconfig anywhere in the container).
       expect(await logs()).toMatch(/"source":"in-cluster"[^\n]*"kubernetes API server"/);
+    });
 
+    it('leads and rolls a deployment out to DEPLOYED', async () => {
       const created = await world.client.createDeployment(
         app(world, 'from-image', world.namespaces[0] ?? ''),
       );
       await waitForRevision(world, created, 'DEPLOYED', 90_000).catch(async (error: unknown) => {
         throw new Error(`${String(error)}\n--- container log ---\n${await logs()}`);
       });
-
-      const coordination = world.kube.config.makeApiClient(k8s.CoordinationV1Api);
-      const holder = async () =>
-        (await coordination.readNamespacedLease({ name: 'k8s-listener', namespace: releaseNs })).spec
-          ?.holderIdentity ?? '';
       expect(await holder()).toBe('agent-image-0');
+    });
 
+    it('exits 0 on SIGTERM within the grace period, releasing its Lease', async () => {
       // SIGTERM, as the kubelet sends it; SIGKILL only after the grace period.
       const grace = pod.terminationGracePeriodSeconds;
       const stopping = Date.now();
-      await started.stop({ timeout: grace * 1000, remove: false });
+      await started?.stop({ timeout: grace * 1000, remove: false });
       const elapsed = Date.now() - stopping;
       const state = JSON.parse(await podman('inspect', '--format', '{{json .State}}', id)) as {
         ExitCode: number;
@@ -394,8 +422,6 @@ describe.skipIf(skipReason !== undefined)('the image, run as the chart’s pod r
       expect(elapsed).toBeLessThan(grace * 1000);
       expect(output).toMatch(/"signal":"SIGTERM"[^\n]*"signal received"/);
       expect(await holder()).toBe('');
-    } finally {
-      await podman('rm', '--force', id).catch(() => undefined);
-    }
+    });
   });
 });

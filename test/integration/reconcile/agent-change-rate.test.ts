@@ -85,11 +85,18 @@ const metricValue = async (metrics: AgentMetrics, name: string) =>
   (await metrics.registry.getSingleMetric(name)?.get())?.values[0]?.value;
 
 describe('an agent upgrade that changes every pod template', () => {
-  it('rolls out at most agentChangeRate deployments a window, says who waits, and converges', async () => {
+  // One upgrade, its steps in order, each `it` one thing the agent must do; the first two run
+  // within the first window (most deployments still wait).
+  const deployments: Deployment[] = [];
+  let watch: ReturnType<typeof watchTemplates> | undefined;
+  let metrics: AgentMetrics;
+  let held: Deployment;
+  let revised: Deployment;
+
+  beforeAll(async () => {
     // Converged under the old render.
     const before = await startAgent(world, { allowedNamespaces: world.namespaces, reconcile: RECONCILE });
     agents.push(before);
-    const deployments: Deployment[] = [];
     for (let i = 0; i < N; i++)
       deployments.push(await world.client.createDeployment(app(world, `up-${i}`, ns)));
     for (const d of deployments) await waitForRevision(world, d, 'DEPLOYED', 90_000);
@@ -97,8 +104,9 @@ describe('an agent upgrade that changes every pod template', () => {
     await before.stop();
 
     // The new agent: every pod template renders differently.
-    const watch = watchTemplates();
-    const metrics = createMetrics({ defaultMetrics: false });
+    const changes = watchTemplates();
+    watch = changes;
+    metrics = createMetrics({ defaultMetrics: false });
     const after = await startAgent(world, {
       allowedNamespaces: world.namespaces,
       render: UPGRADED,
@@ -107,14 +115,21 @@ describe('an agent upgrade that changes every pod template', () => {
     });
     agents.push(after);
     await eventually('the first agent changes', async () =>
-      watch.changedAt.size >= RATE ? true : undefined,
+      changes.changedAt.size >= RATE ? true : undefined,
     );
+  });
+  afterAll(async () => {
+    // Stopped already when the run converged; here for a run that did not.
+    await watch?.stop().catch(() => undefined);
+  });
 
-    // A new revision of a deployment still held is applied at once, not in its turn.
-    const held = deployments.find((d) => !watch.changedAt.has(d.id));
-    if (!held) throw new Error('every deployment changed at once: nothing was held');
+  it('applies a new revision of a deployment still held at once, not in its turn', async () => {
+    const changedAt = watch?.changedAt ?? new Map<string, number>();
+    const waiting = deployments.find((d) => !changedAt.has(d.id));
+    if (!waiting) throw new Error('every deployment changed at once: nothing was held');
+    held = waiting;
     const patchedAt = Date.now();
-    const revised = await world.client.patchDeployment(held.id, {
+    revised = await world.client.patchDeployment(held.id, {
       source_revision_config: { image_uri: 'nginx:1.28' },
     });
     expect(revised.latest_revision_id).not.toBe(held.latest_revision_id);
@@ -125,10 +140,11 @@ describe('an agent upgrade that changes every pod template', () => {
       100,
     );
     expect(revisedAt - patchedAt).toBeLessThan(WINDOW_MS - TOLERANCE_MS);
+  });
 
-    // The others wait, and say so: the gauge, `status` (its rows and their count).
+  it('says who waits: the gauge, and `status` (its rows and their count)', async () => {
     const stillHeld = N - RATE - 1;
-    expect(watch.changedAt.size).toBeLessThan(N);
+    expect(watch?.changedAt.size).toBeLessThan(N);
     expect(await metricValue(metrics, 'k8s_listener_agent_changes_waiting')).toBeGreaterThan(0);
     const statusKube = await KubeClient.fromKubeconfig(world.kubeconfigPath, {
       logger: pino({ level: 'silent' }),
@@ -155,21 +171,25 @@ describe('an agent upgrade that changes every pod template', () => {
     } finally {
       await statusKube.close();
     }
+  });
 
+  it('converges, no window seeing more than agentChangeRate agent changes start', async () => {
+    const changes = watch;
+    if (!changes) throw new Error('no watch of the pod templates');
     // All converge: every pod template at the new render, every revision DEPLOYED. Waited for on
     // what the watch below recorded, not on a listing of its own: that listing could see the last
     // two changes before the watch's next look, which then never recorded them (4 starts of 6).
     await eventually(
       'every deployment at the new render',
-      async () => (watch.changedAt.size === N ? true : undefined),
+      async () => (changes.changedAt.size === N ? true : undefined),
       90_000,
     );
-    await watch.stop();
+    await changes.stop();
     for (const d of [...deployments.filter((d) => d.id !== held.id), revised])
       await waitForRevision(world, d, 'DEPLOYED', 60_000);
 
     // No window saw more than RATE agent changes start; they took the windows they needed.
-    const starts = [...watch.changedAt.entries()]
+    const starts = [...changes.changedAt.entries()]
       .filter(([id]) => id !== held.id)
       .map(([, at]) => at)
       .sort((a, b) => a - b);
@@ -180,8 +200,9 @@ describe('an agent upgrade that changes every pod template', () => {
     expect((starts.at(-1) ?? 0) - (starts[0] ?? 0)).toBeGreaterThanOrEqual(
       windows * WINDOW_MS - TOLERANCE_MS,
     );
+  });
 
-    // One Event per deployment whose agent change was applied; none for the revised one.
+  it('tells each applied agent change by one Event, none for the revised deployment, and counts them', async () => {
     const events = await world.kube.config
       .makeApiClient(k8s.EventsV1Api)
       .listNamespacedEvent({ namespace: ns });
