@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# The image runs the npm package, built by the same steps test/integration/package.test.ts
+# The image runs the npm package, built by the same steps test/integration/packaging/package.test.ts
 # proves: `npm pack` (prepack compiles to dist) and a production-only install of the tarball.
 
 # 1. Build: the full dev toolchain, then the package tarball (compiled JavaScript + the seed).

@@ -186,8 +186,8 @@ describe("the README's two commands", () => {
     expect(shellCommands(test?.text ?? '')).toEqual(['npm ci && npm test']);
     const scripts = JSON.parse(await read('package.json')).scripts as Record<string, string>;
     expect(scripts.demo).toBe('node test/cluster/demo.ts');
-    expect(await read('test/integration/demo.test.ts')).toContain(
-      "new URL('../cluster/demo.ts', import.meta.url)",
+    expect(await read('test/integration/packaging/demo.test.ts')).toContain(
+      "new URL('../../cluster/demo.ts', import.meta.url)",
     );
     const ci = await read('.ci/run');
     expect(ci).toMatch(/^npm ci\b/m);

@@ -1,7 +1,7 @@
 // The monitoring files: the chart's copies equal deploy/monitoring/, and their content is sound.
 // (Their queries are held to Prometheus itself: promtool checks and unit-tests the rules, and a
 // real Prometheus scraping a running agent answers every dashboard query, in
-// test/integration/monitoring-*.test.ts.)
+// test/integration/monitoring/*.test.ts.)
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {

@@ -2,7 +2,7 @@
 // cluster: converged deployments restarted under a render configuration that changes every pod
 // template are applied at the agent change rate, the others reported as they are and held with
 // nothing written; a new revision, a patched deployment and a hand edit are never held.
-// test/integration/reconcile-agent-change-rate.test.ts runs it against the real API server.
+// test/integration/reconcile/agent-change-rate.test.ts runs it against the real API server.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';

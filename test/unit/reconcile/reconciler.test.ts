@@ -2,7 +2,7 @@
 // behind its narrow reader/writer: an abort is its own outcome, a namespace missing or terminating
 // is retried whatever kind meets it first, and a failed revision gets a real retry after a
 // transient error. The same cases run against the real API server in
-// test/integration/reconcile-edges.test.ts.
+// test/integration/reconcile/edges.test.ts.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Deployment, ResourceSpec, StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
