@@ -6,12 +6,12 @@
 // of that may turn into a full reconcile of its own while deployments not yet applied wait, and an
 // echo of the agent's own write or report is no news at all. The counts are the agent's metrics.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { Deployment, DeploymentCreate } from '../../src/controlplane/schemas/index.ts';
-import type { Agent } from '../../src/manager/agent.ts';
-import { createMetrics } from '../../src/report/metrics.ts';
-import { eventually } from '../support/adminKube.ts';
-import { startAgent, startWorld, type World } from '../support/agentHarness.ts';
-import { readSamples, type Sample } from '../support/metricSamples.ts';
+import type { Deployment, DeploymentCreate } from '../../../src/controlplane/schemas/index.ts';
+import type { Agent } from '../../../src/manager/agent.ts';
+import { createMetrics } from '../../../src/report/metrics.ts';
+import { eventually } from '../../support/adminKube.ts';
+import { startAgent, startWorld, type World } from '../../support/agentHarness.ts';
+import { readSamples, type Sample } from '../../support/metricSamples.ts';
 
 const N = 20;
 /**
