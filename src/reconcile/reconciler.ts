@@ -4,13 +4,7 @@
 // rolloutReader); this file is the flow. Nothing here depends on which event woke it.
 import type { Logger } from 'pino';
 import type { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
-import {
-  type EventRecorder,
-  isAborted,
-  isNamespaceUnavailable,
-  type LiveKubeObject,
-  refOf,
-} from '../kube/index.ts';
+import { type EventRecorder, isAborted, isNamespaceUnavailable, type LiveKubeObject } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { WORKLOAD_KINDS } from '../objects/kinds.ts';
 import { LABEL_COMPONENT } from '../objects/ownership.ts';
@@ -35,7 +29,6 @@ import type { DesiredEntry, DesiredState } from './desiredState.ts';
 import {
   entriesOf,
   entryId,
-  entryOf,
   type Inventory,
   type InventoryEntry,
   sameInventory,
@@ -44,7 +37,13 @@ import {
 import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
-import { asTerminal, type ReconcileOutcome, TerminalError, WaitingError } from './outcome.ts';
+import {
+  asTerminal,
+  type DoneDetail,
+  type ReconcileOutcome,
+  TerminalError,
+  WaitingError,
+} from './outcome.ts';
 import { Pruner } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { ReferenceGuard } from './referenceGuard.ts';
@@ -300,9 +299,7 @@ export class Reconciler {
       entries: next.entries,
       notes: statusNotes,
     });
-    return status.revisionStatus === 'DEPLOYING'
-      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
-      : { result: 'done', detail: 'ok' };
+    return this.#afterRollout(deploymentId, status, 'ok');
   }
 
   /**
@@ -317,12 +314,7 @@ export class Reconciler {
     signal: AbortSignal | undefined,
   ): Promise<ReconcileOutcome | undefined> {
     const { entries, namespace, revisionId, notes } = converged;
-    const reads = await Promise.all(entries.map((e) => this.#applier.read(e, signal)));
-    const live = new Map<string, LiveKubeObject>();
-    for (const [i, e] of entries.entries()) {
-      const found = reads[i];
-      if (found) live.set(entryId(e), found);
-    }
+    const live = await this.#readLive(entries, signal);
     if (ownedDigest(entries, (e) => live.get(entryId(e))) !== converged.owned) return undefined;
     this.#o.metrics.reconcilePaths.inc({ path: 'status' });
     const status = await this.#reportRollout(
@@ -330,9 +322,28 @@ export class Reconciler {
       withDeploymentFields(log, { namespace }),
       signal,
     );
+    return this.#afterRollout(deploymentId, status, 'ok');
+  }
+
+  /** The objects as live (the watch cache, else a read), keyed by entry; the absent left out. */
+  async #readLive(
+    entries: readonly InventoryEntry[],
+    signal: AbortSignal | undefined,
+  ): Promise<Map<string, LiveKubeObject>> {
+    const reads = await Promise.all(entries.map((e) => this.#applier.read(e, signal)));
+    const live = new Map<string, LiveKubeObject>();
+    for (const [i, e] of entries.entries()) {
+      const found = reads[i];
+      if (found) live.set(entryId(e), found);
+    }
+    return live;
+  }
+
+  /** A rollout in progress is looked at again at its recheck; any other is done. */
+  #afterRollout(deploymentId: string, status: RolloutStatus, detail: DoneDetail): ReconcileOutcome {
     return status.revisionStatus === 'DEPLOYING'
       ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
-      : { result: 'done', detail: 'ok' };
+      : { result: 'done', detail };
   }
 
   /**
@@ -378,20 +389,13 @@ export class Reconciler {
     const { namespace, objects, statusNotes } = this.#render(entry);
     const recorded = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
     if (recorded?.revisionId !== revisionId) return { result: 'done', detail: 'suspended' };
-    const reads = await Promise.all(objects.map((object) => this.#applier.read(refOf(object), signal)));
-    const live = new Map<string, LiveKubeObject>();
-    for (const [i, object] of objects.entries()) {
-      const found = reads[i];
-      if (found) live.set(entryId(entryOf(object)), found);
-    }
+    const live = await this.#readLive(entriesOf(objects), signal);
     const status = await this.#reportRollout(
       { deploymentId, revisionId, namespace, objects, live, notes: statusNotes, justApplied: false },
       withDeploymentFields(log, { namespace }),
       signal,
     );
-    return status.revisionStatus === 'DEPLOYING'
-      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
-      : { result: 'done', detail: 'suspended' };
+    return this.#afterRollout(deploymentId, status, 'suspended');
   }
 
   // --- The agent-change rate: a change of the agent's own render waits its turn.
