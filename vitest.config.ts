@@ -1,7 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
-// Two projects: `unit` (pure code and the emulator over loopback HTTP) and `integration`
-// (needs a real kube-apiserver, started once in the global setup).
+// Three projects: `unit` (pure code and the emulator over loopback HTTP), `integration` (needs a
+// real kube-apiserver, started once in the global setup), and `demo`: `npm run demo` on the real
+// node, which `npm test` runs after the other two (its posttest), once their cluster has let the
+// machine's one real node go.
 export default defineConfig({
   test: {
     projects: [
@@ -21,6 +23,14 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 300_000,
           fileParallelism: false,
+        },
+      },
+      {
+        test: {
+          name: 'demo',
+          include: ['test/demo/**/*.test.ts'],
+          environment: 'node',
+          testTimeout: 600_000,
         },
       },
     ],

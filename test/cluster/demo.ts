@@ -1,6 +1,8 @@
 // `npm run demo`: the agent end to end on the embedded default. A local Kubernetes control plane,
 // the control-plane emulator seeded with a listener and three deployments plus one deliberately
-// invalid deployment, and the agent itself, with a live table of the rollouts. Runs until Ctrl-C;
+// invalid deployment, and the agent itself, with a live table of the rollouts. Where the machine
+// can run one (test/cluster/realNode.ts), a real node joins, and the deployments of the first
+// namespace run there and answer; the rest run on kwok nodes, where nothing runs. Runs until Ctrl-C;
 // `--exit-when-converged` prints plain lines and exits 0 once every valid deployment is DEPLOYED
 // and the invalid one is reported DEPLOY_FAILED (1 on timeout).
 import { rmSync } from 'node:fs';
@@ -19,11 +21,19 @@ import { EmulatorState } from '../../src/emulator/state.ts';
 import { KubeClient } from '../../src/kube/kubeClient.ts';
 import { Agent } from '../../src/manager/agent.ts';
 import { loadDigestKey } from '../../src/manager/digestKey.ts';
+import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
 import { collectStatusRows, type StatusSources } from '../../src/reconcile/statusCollector.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { formatReplicas, formatStatusTable, type StatusRow, shortId } from '../../src/report/statusView.ts';
 import { adminKube } from '../support/adminKube.ts';
-import { ClusterStartError, ensureClusterBinaries, startLocalCluster } from './localCluster.ts';
+import { seedWithImage } from './demoSeed.ts';
+import {
+  ClusterStartError,
+  ensureClusterBinaries,
+  ensureNodeBinaries,
+  startLocalCluster,
+} from './localCluster.ts';
+import { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeMissing, realNodeRender } from './realNode.ts';
 
 const { values } = parseArgs({
   options: {
@@ -44,7 +54,7 @@ const say = (line: string) => process.stdout.write(`[demo] ${line}\n`);
 /**
  * The Secrets the seed's deployments reference (in their namespaces), and `regcred`, the pull
  * Secret of docs/langgraph-cli.md's commands, in the namespace the demo prints for them. The
- * values are placeholders: kwok's nodes run no containers.
+ * values are placeholders (the node's registry asks for no credentials).
  */
 function platformSecrets(cliNamespace: string) {
   const pull = {
@@ -102,14 +112,38 @@ process.once('SIGHUP', onSignal);
 
 say('building or reusing the Kubernetes binaries (the first build takes several minutes)');
 const binDir = await ensureClusterBinaries();
-const cluster = await startLocalCluster({ binDir, log: say }).catch(async (error: unknown) => {
-  // Its ports are chosen free, then bound by other processes a moment later: another program
-  // (another demo, a test suite) can take one in between. One more try with fresh ports.
-  if (!(error instanceof ClusterStartError)) throw error;
-  say(`the local cluster did not start (${error.message.split('\n')[0]}); trying once more`);
-  return startLocalCluster({ binDir, log: say });
+const nodeRefusal =
+  process.env.K8S_LISTENER_REAL_NODE === '0' ? 'K8S_LISTENER_REAL_NODE=0' : await realNodeMissing();
+if (!nodeRefusal)
+  say('building or reusing the real node (kubelet, containerd, runc, CNI plugins, CoreDNS, registry)');
+const realNodeBinDir = nodeRefusal ? undefined : await ensureNodeBinaries();
+const cluster = await startLocalCluster({ binDir, realNodeBinDir, log: say }).catch(
+  async (error: unknown) => {
+    // Its ports are chosen free, then bound by other processes a moment later: another program
+    // (another demo, a test suite) can take one in between. One more try with fresh ports.
+    if (!(error instanceof ClusterStartError)) throw error;
+    say(`the local cluster did not start (${error.message.split('\n')[0]}); trying once more`);
+    return startLocalCluster({ binDir, realNodeBinDir, log: say });
+  },
+);
+const node = cluster.realNode;
+// The first namespace only: the seed's apps-staging deployment asks for more CPU than one
+// machine's node has, and the invalid deployment never gets as far as a pod.
+const realNamespace = node ? namespaces[0] : undefined;
+if (node && realNamespace) {
+  const others = namespaces.filter((name) => name !== realNamespace);
+  say(
+    `real node: the deployments in ${realNamespace} run on it, their containers the node registry's probe app; ${others.join(', ')} on kwok nodes, where nothing runs`,
+  );
+} else {
+  say(
+    `real node: none (${nodeRefusal ?? cluster.realNodeMissing}); the deployments run on kwok nodes, where nothing runs`,
+  );
+}
+const emulator = await startEmulator({
+  port: 0,
+  seed: node ? seedWithImage(seed, image(node, 'probe-app')) : seed,
 });
-const emulator = await startEmulator({ port: 0, seed });
 let agent: Agent | undefined;
 let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
 
@@ -143,7 +177,8 @@ try {
   // applies nothing that names one which does not exist).
   const kube = adminKube(cluster.kubeconfigPath);
   for (const name of namespaces) {
-    await kube.core.createNamespace({ body: { metadata: { name } } });
+    const annotations = name === realNamespace ? { annotations: { ...REAL_NODE_NAMESPACE_ANNOTATIONS } } : {};
+    await kube.core.createNamespace({ body: { metadata: { name, ...annotations } } });
     await kube.core.createNamespacedServiceAccount({
       namespace: name,
       body: { metadata: { name: 'agent-platform' } },
@@ -169,8 +204,9 @@ try {
       probes: { host: '127.0.0.1', port: 0 },
       log: { level: values['log-level'] },
       reconcile: { pollIntervalMs: 2_000, rolloutRecheckMs: 1_000 },
-      // agent-platform runs as the ServiceAccount made for it above.
-      render: { policy: { serviceAccounts: ['agent-*'] } },
+      // agent-platform runs as the ServiceAccount made for it above; on the real node, the
+      // database and Redis run from its registry's images, as those images' own users.
+      render: { policy: { serviceAccounts: ['agent-*'] }, ...(node ? realNodeRender(node) : {}) },
     }),
   );
   const config = await loadAgentConfig({ file: configPath, env: {} });
@@ -249,6 +285,19 @@ try {
       : row.revisionStatus === 'DEPLOYED' && row.state === 'DEPLOYED';
   const deadline = Date.now() + timeoutMs;
   const printed = new Map<string, string>();
+  /** Per deployment on the real node, once DEPLOYED: the command that shows it answering. */
+  const serving = new Map<string, string>();
+  const servingCommand = async (row: StatusRow): Promise<string | undefined> => {
+    const services = await kube.core.listNamespacedService({
+      namespace: row.namespace ?? '',
+      labelSelector: `${LABEL_DEPLOYMENT_ID}=${row.id}`,
+    });
+    const component = (name: string) =>
+      services.items.find((service) => service.metadata?.labels?.[LABEL_COMPONENT] === name);
+    const ip = component('main')?.spec?.clusterIP;
+    // With a database, the probe app's /stores opens the stores with the rendered credentials.
+    return ip ? `curl -s http://${ip}${component('database') ? '/stores' : '/ok'}` : undefined;
+  };
   let drawnLines = 0;
   if (live) process.stdout.write('\x1b[?25l');
   for (;;) {
@@ -263,9 +312,23 @@ try {
       if (!live)
         say(`reading the status failed, retrying: ${error instanceof Error ? error.message : String(error)}`);
     }
+    for (const row of rows) {
+      if (
+        !realNamespace ||
+        row.namespace !== realNamespace ||
+        row.state !== 'DEPLOYED' ||
+        serving.has(row.id)
+      )
+        continue;
+      const command = await servingCommand(row).catch(() => undefined);
+      if (!command) continue;
+      serving.set(row.id, `${row.name}: ${command}`);
+      if (!live) say(`serving on the real node: ${row.name}: ${command}`);
+    }
     if (live && rows.length > 0) {
       const now = new Date();
-      const text = `\n${now.toISOString().slice(11, 19)}  listener ${listener.id}\n${formatStatusTable(rows, now.getTime())}`;
+      const answering = [...serving.values()].map((line) => `serving on the real node: ${line}`);
+      const text = `\n${now.toISOString().slice(11, 19)}  listener ${listener.id}\n${formatStatusTable(rows, now.getTime())}${answering.map((line) => `\n${line}`).join('')}`;
       // A wrapped line would take two rows and throw the redraw off: cut each to the width.
       const width = Math.max(20, (process.stdout.columns || 120) - 1);
       const table = text

@@ -9,6 +9,7 @@ import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createConnection, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import type { RenderConfigInput } from '../../src/render/index.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -30,6 +31,21 @@ export const REAL_NODE_NAMESPACE_ANNOTATIONS: Readonly<Record<string, string>> =
 
 /** The images pushed to the node's registry, each named by digest. */
 export type NodeImages = Readonly<Record<string, string>>;
+
+/** An image of the node's registry by name (postgres, redis, probe-app, crash-app, …): its reference by digest. */
+export function image(node: { readonly images: NodeImages }, name: string): string {
+  const reference = node.images[name];
+  if (!reference) throw new Error(`the real node's registry has no image ${name}`);
+  return reference;
+}
+
+/** Render settings that run the agent's data stores from the node's images, as their own uids. */
+export function realNodeRender(node: { readonly images: NodeImages }): RenderConfigInput {
+  return {
+    database: { image: image(node, 'postgres'), runAsUser: 999 },
+    kvstore: { image: image(node, 'redis'), runAsUser: 998 },
+  };
+}
 
 export interface RealNode {
   readonly registry: string;

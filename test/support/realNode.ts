@@ -2,10 +2,9 @@
 // and images), or the one line saying why there is none, printed once by the suite that skips.
 import { request } from 'node:http';
 import { inject } from 'vitest';
-import type { RenderConfigInput } from '../../src/render/index.ts';
-import { REAL_NODE_NAMESPACE_ANNOTATIONS } from '../cluster/realNode.ts';
+import { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeRender } from '../cluster/realNode.ts';
 
-export { REAL_NODE_NAMESPACE_ANNOTATIONS };
+export { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeRender };
 
 export interface RealNodeImages {
   readonly registry: string;
@@ -21,20 +20,6 @@ export function realNodeFor(suite: string): RealNodeImages | undefined {
     return undefined;
   }
   return provided;
-}
-
-export function image(node: RealNodeImages, name: string): string {
-  const reference = node.images[name];
-  if (!reference) throw new Error(`the real node's registry has no image ${name}`);
-  return reference;
-}
-
-/** Render settings that run the agent's data stores from the node's images, as their own uids. */
-export function realNodeRender(node: RealNodeImages): RenderConfigInput {
-  return {
-    database: { image: image(node, 'postgres'), runAsUser: 999 },
-    kvstore: { image: image(node, 'redis'), runAsUser: 998 },
-  };
 }
 
 /** GET over plain HTTP from this machine (a ClusterIP through kube-proxy, or a pod IP): status and JSON body. */

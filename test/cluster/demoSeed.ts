@@ -1,0 +1,61 @@
+// The demo's seed on a real node. The seed names public images (nginx, busybox) that nothing here
+// can pull, so on the real node every container of it runs one image of the node's registry: the
+// probe app, which answers the LangGraph server's GET /ok on 8000 and says whether the database
+// and Redis connection strings the agent rendered open their stores (GET /stores). Pure.
+import type { SourceRevisionConfig } from '../../src/controlplane/schemas/index.ts';
+import type { EmulatorState } from '../../src/emulator/state.ts';
+
+/** The seed with each image it names (revisions, init containers, sidecars) replaced by `image`. */
+export function seedWithImage(seed: EmulatorState, image: string): EmulatorState {
+  const revisionConfig = (config: SourceRevisionConfig): SourceRevisionConfig =>
+    config.image_uri === undefined || config.image_uri === null ? config : { ...config, image_uri: image };
+  return {
+    ...seed,
+    deployments: seed.deployments.map((stored) => {
+      const { deployment } = stored;
+      const spec = deployment.source_config.resource_spec;
+      const containers = <T extends { image?: string | null | undefined }>(
+        list: readonly T[] | null | undefined,
+      ) => list?.map((container) => ({ ...container, image }));
+      return {
+        ...stored,
+        deployment: {
+          ...deployment,
+          source_config: {
+            ...deployment.source_config,
+            ...(spec
+              ? {
+                  resource_spec: {
+                    ...spec,
+                    ...(spec.init_containers ? { init_containers: containers(spec.init_containers) } : {}),
+                    ...(spec.sidecars ? { sidecars: containers(spec.sidecars) } : {}),
+                  },
+                }
+              : {}),
+          },
+          source_revision_config: revisionConfig(deployment.source_revision_config),
+        },
+        revisions: stored.revisions.map((revision) => ({
+          ...revision,
+          source_revision_config: revisionConfig(revision.source_revision_config),
+        })),
+      };
+    }),
+  };
+}
+
+/** Every image the seed names, for the demo's test and its own check that none was left behind. */
+export function seedImages(seed: EmulatorState): string[] {
+  const found = new Set<string>();
+  for (const { deployment, revisions } of seed.deployments) {
+    const spec = deployment.source_config.resource_spec;
+    for (const config of [
+      deployment.source_revision_config,
+      ...revisions.map((r) => r.source_revision_config),
+    ])
+      if (config.image_uri) found.add(config.image_uri);
+    for (const container of [...(spec?.init_containers ?? []), ...(spec?.sidecars ?? [])])
+      if (container.image) found.add(container.image);
+  }
+  return [...found].sort();
+}
