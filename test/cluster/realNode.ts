@@ -95,6 +95,9 @@ export async function realNodeMissing(): Promise<string | undefined> {
     if (!found)
       return `${tool} is missing (.ci/run installs it: apt-get install iptables ipset buildah mmdebstrap)`;
   }
+  // pgvector for the node's PostgreSQL image is built against it (test/cluster/node/images.sh).
+  if (!existsSync('/usr/lib/postgresql/15/bin/pg_config'))
+    return 'PostgreSQL 15 server headers are missing (.ci/run installs them: apt-get install postgresql-server-dev-15)';
   if (!existsSync('/proc/sys/net/bridge')) {
     await execFileAsync('modprobe', ['br_netfilter']).catch(() => undefined);
     if (!existsSync('/proc/sys/net/bridge'))

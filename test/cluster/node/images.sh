@@ -3,7 +3,8 @@
 # (test/image/containers.sh), and pushes them to the node's registry. Nothing can be pulled from a
 # public registry here, so each is made from Debian's packages or a binary of build-node.sh:
 #   pause, coredns      from scratch: the static binary alone
-#   postgres            Debian 12 + PostgreSQL 15 (uid 999), with the official image's env contract
+#   postgres            Debian 12 + PostgreSQL 15 (uid 999) + pgvector, with the official image's
+#                       env contract (LangGraph's own data plane runs pgvector/pgvector:pg15)
 #   redis               Debian 12 + redis-server (uid 998)
 #   probe-app           Debian 12 + Python: answers GET /ok on 8000 and tries the rendered stores
 #   crash-app           the same, exiting at start
@@ -56,10 +57,32 @@ if [ "$(podman image inspect --format '{{index .Labels "k8s-listener.base-stamp"
   echo "images.sh: assembled in $(( $(date +%s) - started )) s" >&2
 fi
 
+# pgvector, which Debian 12 does not package (postgresql-15-pgvector is in later releases only):
+# built from its source, which the Go module proxy serves like any tagged repository, against
+# Debian's postgresql-server-dev-15, portable (no -march=native) and without LLVM bitcode.
+pgvector_version=v0.8.1
+pgvector=${K8S_LISTENER_CACHE:-$HOME/.cache/k8s-listener}/pgvector-$pgvector_version-pg15
+if [ ! -s "$pgvector/lib/vector.so" ]; then
+  echo "images.sh: building pgvector $pgvector_version" >&2
+  source_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "github.com/pgvector/pgvector@$pgvector_version" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  work=$(mktemp -d)
+  cp -r "$source_dir"/. "$work"
+  chmod -R u+w "$work"
+  make -C "$work" -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config OPTFLAGS= with_llvm=no >/dev/null
+  mkdir -p "$pgvector.tmp/lib" "$pgvector.tmp/extension"
+  cp "$work/vector.so" "$pgvector.tmp/lib/"
+  cp "$work/vector.control" "$work"/sql/vector--*.sql "$pgvector.tmp/extension/"
+  rm -rf "$work" "$pgvector"
+  mv "$pgvector.tmp" "$pgvector"
+fi
+
 if [ "$(store_stamp "$prefix/probe-app:1")" != "$stamp" ]; then
   empty=$(mktemp -d)
   c=$(buildah from --pull=never "$prefix/debian-stores:base")
   buildah copy --chmod 0755 "$c" "$here/images/postgres-entrypoint.sh" /usr/local/bin/postgres-entrypoint >/dev/null
+  buildah copy "$c" "$pgvector/lib/vector.so" /usr/lib/postgresql/15/lib/ >/dev/null
+  buildah copy "$c" "$pgvector/extension" /usr/share/postgresql/15/extension/ >/dev/null
   # The socket directory pg_isready looks in (systemd makes it on a Debian host).
   buildah copy --chown 999:999 --chmod 3777 "$c" "$empty" /run/postgresql >/dev/null
   buildah config --user 999:999 --entrypoint '["/usr/local/bin/postgres-entrypoint"]' --cmd '' \

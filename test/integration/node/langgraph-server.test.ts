@@ -149,6 +149,18 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
     expect(await psql(`select values->>'count' from threads where thread_id = '${threadId}'`)).toBe('2');
   });
 
+  it('has pgvector in the agent’s PostgreSQL, as LangGraph’s own data plane’s pgvector/pgvector:pg15 has', async () => {
+    await psql('create extension if not exists vector');
+    expect(await psql("select extversion from pg_extension where extname = 'vector'")).toBe('0.8.1');
+    // A nearest neighbour by L2 distance: the extension's operators and index access work.
+    await psql('create table if not exists embeddings (id int primary key, v vector(3))');
+    await psql(
+      "insert into embeddings values (1, '[1,0,0]'), (2, '[0,1,0]'), (3, '[0,0,1]') on conflict do nothing",
+    );
+    await psql('create index if not exists embeddings_hnsw on embeddings using hnsw (v vector_l2_ops)');
+    expect(await psql("select id from embeddings order by v <-> '[0.1,0.9,0]' limit 1")).toBe('2');
+  });
+
   it('with a queue group: the API leaves runs to the queue worker, which takes a queued run', async () => {
     const deployment = (await world.client.listAllDeployments({ deployment_ids: [deploymentId] })).items[0];
     if (!deployment) throw new Error('deployment gone');
