@@ -152,7 +152,7 @@ export async function runAgent(
     log(`every revision DEPLOYED after ${seconds(deployedMs)} s`);
     const live = (await world.admin.list('Deployment', { namespace: NAMESPACES[0] })).length;
     const steady = await measureSteadyState(meter, afterCold, options.pollMs);
-    const latency = await measureChangeToApplied(world, fleet, options);
+    const latency = await measureChangeToApplied(world, fleet, meter, options);
     const resync = await measureResync(agent, meter, n, options.resyncIntervalMs);
     const { final, memory } = await readAndStop();
     return {

@@ -1,9 +1,14 @@
 // Change → applied: a new image on a deployment in the control plane, timed until the cluster's
-// Deployment carries it (seen by a watch), over changes spread across a few poll intervals.
+// Deployment carries it (seen by a watch), over changes spread across a few poll intervals; with
+// the agent's own means over the same span, which split the latency into its parts: a change
+// waits for the next listing (half an interval plus a poll's duration, on average), then in the
+// work queue, then for its reconcile.
 import type { KubeClient } from '../../src/kube/kubeClient.ts';
 import { sleep } from '../../src/sleep.ts';
 import type { ControlPlaneTestClient } from '../../test/support/controlPlaneTestClient.ts';
+import type { Sample } from '../../test/support/metricSamples.ts';
 import { quantile } from '../statistics.ts';
+import { type AgentMeter, total } from './agentMetrics.ts';
 import { type Fleet, NAMESPACES, renderFleet } from './fleet.ts';
 import { log, seconds } from './log.ts';
 
@@ -13,11 +18,26 @@ export interface ChangeLatency {
   readonly p99Ms: number;
   readonly maxMs: number;
   readonly spanS: number;
+  /** The agent's means over the span (ms), from its histograms. */
+  readonly parts: {
+    readonly polls: number;
+    readonly pollMs: number;
+    readonly queueWaitMs: number;
+    readonly reconcileMs: number;
+  };
+}
+
+/** The mean of a histogram's observations between two readings, in ms. */
+function meanMs(before: readonly Sample[], after: readonly Sample[], name: string): number {
+  const sum = total(after, `${name}_sum`) - total(before, `${name}_sum`);
+  const count = total(after, `${name}_count`) - total(before, `${name}_count`);
+  return count > 0 ? Math.round((sum / count) * 1000) : Number.NaN;
 }
 
 export async function measureChangeToApplied(
   { admin, client }: { readonly admin: KubeClient; readonly client: ControlPlaneTestClient },
   fleet: Fleet,
+  meter: AgentMeter,
   options: { readonly patches: number; readonly pollMs: number; readonly phaseTimeoutMs: number },
 ): Promise<ChangeLatency> {
   const { patches, pollMs, phaseTimeoutMs } = options;
@@ -48,6 +68,7 @@ export async function measureChangeToApplied(
     }
   });
   await sleep(500);
+  const before = await meter.read();
   const patchesStarted = performance.now();
   const pending: Promise<void>[] = [];
   for (let p = 0; p < patches; p++) {
@@ -74,6 +95,7 @@ export async function measureChangeToApplied(
       throw new Error(`change → applied: ${waiting.size} of ${patches} changes not applied in time`);
     }),
   ]);
+  const after = await meter.read();
   watchAbort.abort();
   await Promise.allSettled(watches);
   latencies.sort((a, b) => a - b);
@@ -83,6 +105,14 @@ export async function measureChangeToApplied(
     p99Ms: Math.round(quantile(latencies, 0.99)),
     maxMs: Math.round(latencies.at(-1) ?? Number.NaN),
     spanS: seconds(performance.now() - patchesStarted),
+    parts: {
+      polls:
+        total(after, 'k8s_listener_poll_duration_seconds_count') -
+        total(before, 'k8s_listener_poll_duration_seconds_count'),
+      pollMs: meanMs(before, after, 'k8s_listener_poll_duration_seconds'),
+      queueWaitMs: meanMs(before, after, 'workqueue_queue_duration_seconds'),
+      reconcileMs: meanMs(before, after, 'k8s_listener_reconcile_duration_seconds'),
+    },
   };
   log(`change → applied: ${JSON.stringify(latency)}`);
   return latency;

@@ -382,6 +382,7 @@ export class LeaderSession {
   }
 
   async #pollOnce(parts: Parts, signal: AbortSignal): Promise<void> {
+    const timer = this.#o.metrics.pollDuration.startTimer();
     try {
       await parts.suspensions.follow(signal);
       // Every deployment is judged again against the namespaces the listener has now.
@@ -393,6 +394,8 @@ export class LeaderSession {
       await parts.poller.pollOnce(signal);
     } catch (error) {
       if (!signal.aborted) this.#log.error({ err: error }, 'poll failed');
+    } finally {
+      timer();
     }
   }
 }

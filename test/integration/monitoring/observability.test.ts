@@ -39,6 +39,7 @@ const REQUIRED = [
   'k8s_listener_reconcile_duration_seconds',
   'k8s_listener_reconcile_errors_total',
   'k8s_listener_polls_total',
+  'k8s_listener_poll_duration_seconds',
   'k8s_listener_queue_depth',
   'k8s_listener_queue_dropped_total',
   'k8s_listener_leader',
