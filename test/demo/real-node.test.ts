@@ -3,10 +3,11 @@
 // the demo's first namespace run on the node: each answers the command the demo prints for it,
 // chat-api's probe app opens the PostgreSQL and Redis the agent rendered with the passwords it
 // generated, and SIGTERM takes the node away again.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { realNodeMissing } from '../cluster/realNode.ts';
+import { runInUserShell, userEnv } from '../support/userShell.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const DEMO = new URL('../cluster/demo.ts', import.meta.url).pathname;
@@ -14,27 +15,6 @@ const LOCK_DIR = '/run/k8s-listener-real-node';
 
 const missing = await realNodeMissing();
 if (missing) process.stderr.write(`[real node] demo/real-node skips: ${missing}\n`);
-
-/** A user's shell: none of a suite's K8S_LISTENER_* variables. */
-function userEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('K8S_LISTENER_')),
-  );
-}
-
-function run(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'bash',
-      ['-c', command],
-      { cwd: ROOT, env: userEnv(), timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
   let child: ChildProcess | undefined;
@@ -91,12 +71,12 @@ describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
     await waitFor(/\[demo\] agent-platform \(apps-staging\): revision \w{8}, DEPLOYED, /, 120_000);
     await waitFor(/\[demo\] broken-limits \(apps-staging\): revision \w{8}, DEPLOY_FAILED, /, 60_000);
 
-    const ok = await run(hello[1] ?? '');
+    const ok = await runInUserShell(hello[1] ?? '');
     expect(ok.code, ok.stderr).toBe(0);
     expect(JSON.parse(ok.stdout)).toEqual({ ok: true });
 
     // The generated passwords open the stores; max_connections is the seed's db_max_connections.
-    const stores = await run(chat[1] ?? '');
+    const stores = await runInUserShell(chat[1] ?? '');
     expect(stores.code, stores.stderr).toBe(0);
     expect(JSON.parse(stores.stdout)).toEqual({
       DATABASE_URI: { ok: true, max_connections: 100 },
@@ -107,7 +87,7 @@ describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
     // Every pod of apps runs on the real node; none of apps-staging does.
     const kubeconfig = output.match(/export KUBECONFIG=(\S+)/)?.[1] ?? '';
     const kubectl = output.match(/kubectl: +(\S+\/kubectl) /)?.[1] ?? '';
-    const pods = await run(
+    const pods = await runInUserShell(
       `KUBECONFIG=${kubeconfig} ${kubectl} get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace} {.metadata.labels.app\\.kubernetes\\.io/instance} {.metadata.labels.app\\.kubernetes\\.io/component} {.spec.nodeName} {.status.phase}{"\\n"}{end}'`,
     );
     expect(pods.code, pods.stderr).toBe(0);

@@ -4,12 +4,13 @@
 // runs, and SIGTERM tears down the agent, the emulator, the cluster processes and its files. Then
 // on a terminal (a pseudo-terminal through util-linux `script`): the table redrawn in place, no log
 // line in it, and Ctrl-C typed at the terminal tears it down.
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../../support/adminKube.ts';
+import { runInUserShell, userEnv } from '../../support/userShell.ts';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 const DEMO = new URL('../../cluster/demo.ts', import.meta.url).pathname;
@@ -22,16 +23,6 @@ interface RunningDemo {
   output(): string;
   /** Resolves with the exit code (or the signal's name). */
   readonly exited: Promise<number | string>;
-}
-
-/**
- * The environment of a user's shell: without the suite's K8S_LISTENER_* variables (they point at the
- * suite's cluster, and the environment wins over a --config file).
- */
-function userEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('K8S_LISTENER_')),
-  );
 }
 
 function startDemo(args: readonly string[]): RunningDemo {
@@ -67,21 +58,6 @@ async function waitForOutput(
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-}
-
-/** Runs a printed command line exactly as printed, through a shell, from the repository root. */
-function runPrinted(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      'bash',
-      ['-c', command],
-      { cwd: ROOT, env: userEnv(), timeout: 60_000 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
 }
 
 /** After a failed assertion: SIGTERM (the demo cleans up after itself), SIGKILL if it lingers. */
@@ -169,13 +145,13 @@ describe.concurrent('npm run demo', () => {
           output,
         );
       expect(exported, output).not.toBeNull();
-      const cliBin = (await runPrinted(`bash ${LANGGRAPH_INSTALL}`)).stdout.trim().split('\n').at(-1);
-      const listeners = await runPrinted(`${exported?.[1]}; ${cliBin}/langgraph deploy listeners list`);
+      const cliBin = (await runInUserShell(`bash ${LANGGRAPH_INSTALL}`)).stdout.trim().split('\n').at(-1);
+      const listeners = await runInUserShell(`${exported?.[1]}; ${cliBin}/langgraph deploy listeners list`);
       expect(listeners.code, listeners.stderr).toBe(0);
       expect(listeners.stdout).toMatch(new RegExp(`${exported?.[2]}\\s+\\S+\\s+.*${exported?.[3]}`));
 
       // status: the table, with the invalid deployment failed and its reason; exit 1 (one failed).
-      const status = await runPrinted(commands.status ?? '');
+      const status = await runInUserShell(commands.status ?? '');
       expect(status.stdout).toMatch(/^NAME +NAMESPACE +REVISION +REPLICAS +STATE +AGE +MESSAGE$/m);
       for (const name of VALID) expect(status.stdout).toMatch(new RegExp(`^${name} .* DEPLOYED `, 'm'));
       expect(status.stdout).toMatch(
@@ -184,13 +160,13 @@ describe.concurrent('npm run demo', () => {
       expect(status.code, status.stderr).toBe(1);
 
       // check: every line ✓ against the demo's emulator and cluster, exit 0.
-      const check = await runPrinted(commands.check ?? '');
+      const check = await runInUserShell(commands.check ?? '');
       expect(check.stdout.split('\n').filter((line) => line.startsWith('✗'))).toEqual([]);
       expect(check.stdout).toMatch(/^all \d+ checks passed$/m);
       expect(check.code, check.stdout).toBe(0);
 
       // diff: nothing would change for the converged deployments; the invalid one is named as such.
-      const diff = await runPrinted(commands.diff ?? '');
+      const diff = await runInUserShell(commands.diff ?? '');
       for (const name of VALID)
         expect(diff.stdout).toMatch(new RegExp(`^# deployment ${name} .*: no changes$`, 'm'));
       expect(`${diff.stdout}${diff.stderr}`).toContain(INVALID_REASON);
