@@ -44,7 +44,7 @@ export function seedWithImage(seed: EmulatorState, image: string): EmulatorState
   };
 }
 
-/** Every image the seed names, for the demo's test and its own check that none was left behind. */
+/** Every image the seed names: what its unit test checks none was left behind. */
 export function seedImages(seed: EmulatorState): string[] {
   const found = new Set<string>();
   for (const { deployment, revisions } of seed.deployments) {

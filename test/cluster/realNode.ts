@@ -19,7 +19,8 @@ export const REAL_NODE_LABEL = 'k8s-listener.test/real-node';
 export const NODE_GATEWAY = '10.244.0.1';
 const POD_CIDR = '10.244.0.0/24';
 const DNS_SERVICE_IP = '10.0.0.10';
-const LOCK_DIR = '/run/k8s-listener-real-node';
+/** Held while a real node runs: one per machine. */
+export const REAL_NODE_LOCK_DIR = '/run/k8s-listener-real-node';
 
 /** Namespace annotations (PodNodeSelector, PodTolerationRestriction) that put its pods on the real node. */
 export const REAL_NODE_NAMESPACE_ANNOTATIONS: Readonly<Record<string, string>> = {
@@ -124,25 +125,27 @@ async function hostScript(action: 'up' | 'down', runDir: string): Promise<string
 async function acquireLock(runDir: string): Promise<void> {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      await mkdir(LOCK_DIR);
-      await writeFile(join(LOCK_DIR, 'owner'), `${process.pid} ${runDir}\n`);
+      await mkdir(REAL_NODE_LOCK_DIR);
+      await writeFile(join(REAL_NODE_LOCK_DIR, 'owner'), `${process.pid} ${runDir}\n`);
       return;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
-    const owner = await readFile(join(LOCK_DIR, 'owner'), 'utf8').catch(() => '');
+    const owner = await readFile(join(REAL_NODE_LOCK_DIR, 'owner'), 'utf8').catch(() => '');
     const [pid, staleRun] = owner.trim().split(' ');
     if (pid && pidAlive(Number(pid)))
-      throw new RealNodeUnavailable(`the machine's real node is in use by process ${pid} (${LOCK_DIR})`);
+      throw new RealNodeUnavailable(
+        `the machine's real node is in use by process ${pid} (${REAL_NODE_LOCK_DIR})`,
+      );
     if (staleRun) await hostScript('down', staleRun).catch(() => undefined);
-    await rm(LOCK_DIR, { recursive: true, force: true });
+    await rm(REAL_NODE_LOCK_DIR, { recursive: true, force: true });
   }
-  throw new RealNodeUnavailable(`could not take ${LOCK_DIR}`);
+  throw new RealNodeUnavailable(`could not take ${REAL_NODE_LOCK_DIR}`);
 }
 
 async function releaseLock(): Promise<void> {
-  const owner = await readFile(join(LOCK_DIR, 'owner'), 'utf8').catch(() => '');
-  if (owner.startsWith(`${process.pid} `)) await rm(LOCK_DIR, { recursive: true, force: true });
+  const owner = await readFile(join(REAL_NODE_LOCK_DIR, 'owner'), 'utf8').catch(() => '');
+  if (owner.startsWith(`${process.pid} `)) await rm(REAL_NODE_LOCK_DIR, { recursive: true, force: true });
 }
 
 export interface PodRelay {
@@ -469,7 +472,7 @@ export async function startRealNode(context: RealNodeContext): Promise<RealNode>
     'sh',
     [
       '-c',
-      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; grep -q '^${owner}' '${LOCK_DIR}/owner' 2>/dev/null && { bash '${join(nodeDir, 'host.sh')}' down '${run}'; rm -rf '${LOCK_DIR}'; }`,
+      `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; grep -q '^${owner}' '${REAL_NODE_LOCK_DIR}/owner' 2>/dev/null && { bash '${join(nodeDir, 'host.sh')}' down '${run}'; rm -rf '${REAL_NODE_LOCK_DIR}'; }`,
     ],
     { stdio: 'ignore', detached: true },
   );

@@ -6,12 +6,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { realNodeMissing } from '../cluster/realNode.ts';
+import { REAL_NODE_LOCK_DIR, realNodeMissing } from '../cluster/realNode.ts';
 import { runInUserShell, userEnv } from '../support/userShell.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const DEMO = new URL('../cluster/demo.ts', import.meta.url).pathname;
-const LOCK_DIR = '/run/k8s-listener-real-node';
 
 const missing = await realNodeMissing();
 if (missing) process.stderr.write(`[real node] demo/real-node skips: ${missing}\n`);
@@ -110,8 +109,8 @@ describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
     // The demo exits at once; the node's reaper (test/cluster/realNode.ts) sees it gone within a
     // second and takes away what the node added to the machine, then the lock.
     const deadline = Date.now() + 60_000;
-    while (existsSync(LOCK_DIR) && Date.now() < deadline)
+    while (existsSync(REAL_NODE_LOCK_DIR) && Date.now() < deadline)
       await new Promise((resolve) => setTimeout(resolve, 500));
-    expect(existsSync(LOCK_DIR)).toBe(false);
+    expect(existsSync(REAL_NODE_LOCK_DIR)).toBe(false);
   });
 });
