@@ -94,3 +94,26 @@ export function foreignOwner(live: Labelled, deploymentId: string, listenerId: s
   if (owner === deploymentId) return undefined;
   return owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment';
 }
+
+/** The component label of a deployment's in-cluster database and of what belongs to it. */
+export const DATABASE_COMPONENT = 'database';
+
+/**
+ * Whether an object is the generated credentials of a deployment's in-cluster database: the
+ * only key to the data on its volume (PostgreSQL keeps the password it was initialised with), so
+ * it is kept and handed over as the volume's claims are (docs/design.md, "Database volumes are
+ * kept").
+ */
+export function isDatabaseCredentials(live: {
+  readonly kind: string;
+  readonly metadata: {
+    readonly labels: Readonly<Record<string, string>>;
+    readonly annotations: Readonly<Record<string, string>>;
+  };
+}): boolean {
+  return (
+    live.kind === 'Secret' &&
+    live.metadata.labels[LABEL_COMPONENT] === DATABASE_COMPONENT &&
+    live.metadata.annotations[ANNOTATION_GENERATED_KEYS] !== undefined
+  );
+}

@@ -20,6 +20,9 @@ import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
+  isDatabaseCredentials,
+  LABEL_DEPLOYMENT_ID,
+  LABEL_LISTENER_ID,
   whyNotOurs,
 } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
@@ -29,7 +32,7 @@ import { driftPath } from './drift.ts';
 import { entryId, entryOf } from './inventory.ts';
 import type { InventoryStore } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
-import { asTerminal, TerminalError } from './outcome.ts';
+import { asTerminal, TerminalError, WaitingError } from './outcome.ts';
 
 /** Why an object is written: missing, our render of it changed, or a field of ours was edited (its path). */
 export type WriteReason =
@@ -89,6 +92,7 @@ export class Applier {
     const found = new Map<string, LiveKubeObject | undefined>();
     const unread = new Set<string>();
     const taken: string[] = [];
+    const kept: string[] = [];
     const cache = this.#o.cache;
     // At once: mostly cache hits; misses the cache cannot vouch for are GETs that need not wait for each other.
     const reads = await Promise.all(
@@ -108,10 +112,17 @@ export class Applier {
         continue;
       }
       found.set(id, live);
-      const verdict = live && whyNotOurs(object, live, deploymentId);
-      if (verdict) taken.push(verdict);
+      const verdict = live && takenBy(object, live, deploymentId);
+      if (verdict) (verdict.handOver ? kept : taken).push(verdict.message);
     }
-    if (taken.length > 0) throw new TerminalError(Reason.ApplyRejected, taken.join('; '));
+    if (taken.length > 0) throw new TerminalError(Reason.ApplyRejected, [...taken, ...kept].join('; '));
+    // Waited on like the volume's claims (ReferenceGuard): the platform team decides.
+    if (kept.length > 0)
+      throw new WaitingError(
+        Reason.ClaimTaken,
+        deploymentId,
+        `${kept.join('; ')}; nothing is applied until then`,
+      );
     return { found, unread };
   }
 
@@ -294,8 +305,14 @@ export class Applier {
     // Made and removed by someone else while we created it: not a verdict, so tried again.
     if (!found)
       throw new Error(`${object.kind}/${object.metadata.name} appeared and went while being created`);
-    const taken = whyNotOurs(object, found, deploymentId);
-    if (taken) throw new TerminalError(Reason.ApplyRejected, taken);
+    const taken = takenBy(object, found, deploymentId);
+    if (taken?.handOver)
+      throw new WaitingError(
+        Reason.ClaimTaken,
+        deploymentId,
+        `${taken.message}; nothing is applied until then`,
+      );
+    if (taken) throw new TerminalError(Reason.ApplyRejected, taken.message);
     const why = whyWrite(object, found, this.#slim);
     if (why === undefined) return { live: found, before: found, why };
     return { live: await this.#request(object, false, dryRun, signal), before: found, why };
@@ -329,6 +346,36 @@ export class Applier {
     this.#o.cache?.written(object);
     return object;
   }
+}
+
+/**
+ * Why a found object's name is not this deployment's to write (whyNotOurs), or undefined when it
+ * is. A database's credentials kept with its volume from another deployment of this listener (a
+ * deleted one of the same name) are no other owner's object to refuse for good but the key to a
+ * volume the platform team may hand over (`handOver`): waited on, as the volume's claims are.
+ * `run` and `diff` judge alike.
+ */
+export function takenBy(
+  object: KubeObject,
+  live: LiveKubeObject,
+  deploymentId: string,
+): { readonly message: string; readonly handOver: boolean } | undefined {
+  const verdict = whyNotOurs(object, live, deploymentId);
+  if (verdict === undefined) return undefined;
+  const kept =
+    isDatabaseCredentials(object) &&
+    isDatabaseCredentials(live) &&
+    live.metadata.labels[LABEL_LISTENER_ID] === object.metadata.labels[LABEL_LISTENER_ID];
+  if (!kept) return { message: verdict, handOver: false };
+  const holder = live.metadata.labels[LABEL_DEPLOYMENT_ID];
+  const whose = holder === undefined ? 'carries no deployment id' : `belongs to deployment ${holder}`;
+  return {
+    message:
+      `${object.kind}/${object.metadata.name}, the password of a kept database volume, exists and ${whose}: ` +
+      `delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${deploymentId} ` +
+      'to hand them to this deployment',
+    handOver: true,
+  };
 }
 
 /** readOwned's mark for a miss it did not ask about. */

@@ -7,20 +7,15 @@ import { KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
 import { refOf } from '../kube/resources.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
-import {
-  ANNOTATION_CREATE_ONLY,
-  ANNOTATION_DEPLOYMENT_NAME,
-  deploymentSelector,
-  isPrunable,
-  whyNotOurs,
-} from '../objects/ownership.ts';
+import { ANNOTATION_CREATE_ONLY, ANNOTATION_DEPLOYMENT_NAME } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
 import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
-import { describeWrite, whyWrite } from './applier.ts';
+import { describeWrite, takenBy, whyWrite } from './applier.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
 import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
+import { databaseVolumes, isPruned } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget } from './target.ts';
 
@@ -172,8 +167,8 @@ async function presentPreview(
     for (const object of objects) {
       const live = await kube.get(refOf(object), { signal });
       // Never adopt: `run` fails this deployment with the same reason.
-      const taken = live && whyNotOurs(object, live, deployment.id);
-      if (taken) return { ...base, state: 'failed', message: taken };
+      const taken = live && takenBy(object, live, deployment.id);
+      if (taken) return { ...base, state: 'failed', message: taken.message };
       const change = keyed
         ? await dryRunDiff(kube, object, live, { force: true, createOnly: isCreateOnly(object), signal })
         : uncompared(
@@ -190,13 +185,16 @@ async function presentPreview(
     const placed = inventories.get(deployment.id);
     const previous = placed.flatMap((p) => p.inventory.entries);
     for (const stale of staleEntries(previous, entriesOf(objects))) {
-      const live = await ownedLive(options, stale, deployment.id);
+      // A database dropped keeps its volume, and its credentials, while the deployment lives.
+      const live = await ownedLive(options, stale, deployment.id, { keepVolumes: true });
       if (live) changes.push(pruneChange(live));
     }
     // An inventory left in a namespace the deployment moved away from goes too.
     for (const { namespace: other } of placed) {
       if (other === namespace) continue;
-      const record = await ownedLive(options, inventoryEntry(deployment.id, other), deployment.id);
+      const record = await ownedLive(options, inventoryEntry(deployment.id, other), deployment.id, {
+        keepVolumes: true,
+      });
       if (record) changes.push(pruneChange(record));
     }
   } catch (error) {
@@ -206,7 +204,10 @@ async function presentPreview(
   return { ...base, state: 'present', namespace, revisionId, changes };
 }
 
-/** The reconciler's deletion of a deployment, dry: its inventoried objects, claims if so configured, its inventory. */
+/**
+ * The reconciler's deletion of a deployment, dry: its inventoried objects, its database volumes
+ * (claims and credentials) unless they are kept, its inventory.
+ */
 async function deletionPreview(
   options: PreviewOptions,
   inventories: InventoryStore,
@@ -219,19 +220,23 @@ async function deletionPreview(
   try {
     for (const { namespace, inventory } of inventories.get(id)) {
       const lives: LiveKubeObject[] = [];
+      const keepVolumes = options.reconcileConfig.prune.keepDatabaseVolumes;
       for (const entry of [...inventory.entries].reverse()) {
-        const live = await ownedLive(options, entry, id);
+        const live = await ownedLive(options, entry, id, { keepVolumes });
         if (live) lives.push(live);
       }
-      if (!options.reconcileConfig.prune.keepDatabaseVolumes) {
-        const claims = await options.kube.list('PersistentVolumeClaim', {
+      if (!keepVolumes) {
+        const listed = new Set(lives.map((live) => live.metadata.uid));
+        const volumes = await databaseVolumes(
+          options.kube,
           namespace,
-          labelSelector: deploymentSelector(options.listener.id, id),
-          signal: options.signal,
-        });
-        lives.push(...claims);
+          options.listener.id,
+          id,
+          options.signal,
+        );
+        lives.push(...volumes.filter((volume) => !listed.has(volume.metadata.uid)));
       }
-      const record = await ownedLive(options, inventoryEntry(id, namespace), id);
+      const record = await ownedLive(options, inventoryEntry(id, namespace), id, { keepVolumes });
       if (record) lives.push(record);
       for (const live of lives) {
         objectName ??= live.metadata.annotations[ANNOTATION_DEPLOYMENT_NAME];
@@ -251,12 +256,13 @@ async function ownedLive(
   options: PreviewOptions,
   entry: InventoryEntry,
   deploymentId: string,
+  prune: { readonly keepVolumes: boolean },
 ): Promise<LiveKubeObject | undefined> {
   const live = await options.kube.get(
     { apiVersion: entry.apiVersion, kind: entry.kind, namespace: entry.namespace, name: entry.name },
     { signal: options.signal },
   );
-  return live && isPrunable(live, options.listener.id, deploymentId) ? live : undefined;
+  return live && isPruned(live, options.listener.id, deploymentId, prune.keepVolumes) ? live : undefined;
 }
 
 const isCreateOnly = (object: KubeObject) => object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';

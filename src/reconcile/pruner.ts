@@ -1,9 +1,11 @@
 // Deletes what a deployment recorded and no longer renders, or all of it when it is gone: only
 // an object still carrying this listener's label and the deployment's id, by uid (docs/design.md,
-// "Prune by inventory").
+// "Prune by inventory"). A database's volume and its generated credentials go together or not at
+// all ("Database volumes are kept").
 import type { Logger } from 'pino';
 import type { Listener } from '../controlplane/schemas/index.ts';
-import { deploymentSelector, isPrunable } from '../objects/ownership.ts';
+import type { LiveKubeObject } from '../kube/index.ts';
+import { deploymentSelector, isDatabaseCredentials, isPrunable } from '../objects/ownership.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { entryOf, type InventoryEntry } from './inventory.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
@@ -21,8 +23,18 @@ export class Pruner {
     this.#o = options;
   }
 
-  /** Deletes one recorded object, only if it is still this deployment's (never a collider's victim). */
-  async prune(entry: InventoryEntry, deploymentId: string, log: Logger, signal?: AbortSignal): Promise<void> {
+  /**
+   * Deletes one recorded object, only if it is still this deployment's (never a collider's
+   * victim). With `keepVolumes`, a database's generated credentials stay, as its claims do: a kept
+   * volume whose password is gone cannot be opened again.
+   */
+  async prune(
+    entry: InventoryEntry,
+    deploymentId: string,
+    log: Logger,
+    options: { readonly keepVolumes: boolean; readonly signal?: AbortSignal | undefined },
+  ): Promise<void> {
+    const { signal } = options;
     const ref = {
       apiVersion: entry.apiVersion,
       kind: entry.kind,
@@ -31,6 +43,10 @@ export class Pruner {
     };
     const live = await this.#o.kube.get(ref, { signal });
     if (!live || !isPrunable(live, this.#o.listener().id, deploymentId)) return;
+    if (!isPruned(live, this.#o.listener().id, deploymentId, options.keepVolumes)) {
+      log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'kept with the database volume');
+      return;
+    }
     log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'pruning');
     await this.#o.kube.delete(ref, {
       propagationPolicy: 'Background',
@@ -40,18 +56,58 @@ export class Pruner {
     this.#o.metrics.objectsPruned.inc();
   }
 
-  /** The deployment's claims in a namespace, pruned like its objects (when volumes are not kept). */
-  async pruneClaims(
+  /**
+   * The deployment's database volumes in a namespace, when they are not kept: its claims (made by
+   * the StatefulSet controller, never recorded) and their credentials (no longer recorded once the
+   * deployment stopped rendering its database), found by its labels and pruned like its objects.
+   */
+  async pruneVolumes(
     namespace: string,
     deploymentId: string,
     log: Logger,
     signal?: AbortSignal,
   ): Promise<void> {
-    const claims = await this.#o.kube.list('PersistentVolumeClaim', {
+    const volumes = await databaseVolumes(
+      this.#o.kube,
       namespace,
-      labelSelector: deploymentSelector(this.#o.listener().id, deploymentId),
+      this.#o.listener().id,
+      deploymentId,
       signal,
-    });
-    for (const claim of claims) await this.prune(entryOf(claim), deploymentId, log, signal);
+    );
+    for (const volume of volumes)
+      await this.prune(entryOf(volume), deploymentId, log, { keepVolumes: false, signal });
   }
+}
+
+/**
+ * Whether prune deletes a live object for this deployment: `run` and `diff` decide alike. Only
+ * this deployment's (isPrunable), and not a database's credentials while its volume is kept.
+ */
+export function isPruned(
+  live: LiveKubeObject,
+  listenerId: string,
+  deploymentId: string,
+  keepVolumes: boolean,
+): boolean {
+  return isPrunable(live, listenerId, deploymentId) && !(keepVolumes && isDatabaseCredentials(live));
+}
+
+/**
+ * A deployment's database volumes in a namespace, found by its labels: the claims its
+ * StatefulSets bound (never recorded) and their credentials (no longer recorded once the
+ * deployment stopped rendering its database).
+ */
+export async function databaseVolumes(
+  kube: KubeReader,
+  namespace: string,
+  listenerId: string,
+  deploymentId: string,
+  signal: AbortSignal | undefined,
+): Promise<LiveKubeObject[]> {
+  const labelSelector = deploymentSelector(listenerId, deploymentId);
+  const [claims, secrets] = await Promise.all([
+    kube.list('PersistentVolumeClaim', { namespace, labelSelector, signal }),
+    kube.list('Secret', { namespace, labelSelector, signal }),
+  ]);
+  return [...claims, ...secrets.filter(isDatabaseCredentials)];
 }

@@ -97,7 +97,9 @@ export const ReconcileConfig = z.strictObject({
       keepDatabaseVolumes: z
         .boolean()
         .default(true)
-        .describe('Database volumes (PVCs) outlive their deployment unless this is false.'),
+        .describe(
+          'Database volumes (PVCs) and their generated credentials Secrets outlive their deployment unless this is false.',
+        ),
     })
     .prefault({})
     .describe('Removing what the control plane deleted.'),

@@ -279,7 +279,10 @@ export class Reconciler {
     const elsewhere = previous.filter((p) => p.namespace !== namespace).map((p) => p.namespace);
 
     // 4. Prune it (only objects this listener owns), then record the new inventory alone.
-    for (const entry of stale) await this.#pruner.prune(entry, deploymentId, logIn, signal);
+    // A database dropped (the deployment brings its own) keeps its volume while the deployment
+    // lives, and so its credentials: rendering it again opens the same data.
+    for (const entry of stale)
+      await this.#pruner.prune(entry, deploymentId, logIn, { keepVolumes: true, signal });
     for (const other of elsewhere) await this.#o.inventories.remove(deploymentId, other, signal);
     const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
     if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
@@ -630,14 +633,17 @@ export class Reconciler {
     return { result: 'terminal', error: failure };
   }
 
-  /** Deletes what the deployment's inventories record (and its claims, unless kept), then forgets it. */
+  /**
+   * Deletes what the deployment's inventories record, then forgets it; its database volumes (the
+   * claims and their credentials) go too unless they are kept.
+   */
   async #deleteDeployment(deploymentId: string, log: Logger, signal: AbortSignal | undefined): Promise<void> {
     const placed = this.#o.inventories.get(deploymentId);
+    const keepVolumes = this.#o.config.prune.keepDatabaseVolumes;
     for (const { namespace, inventory } of placed) {
       for (const entry of [...inventory.entries].reverse())
-        await this.#pruner.prune(entry, deploymentId, log, signal);
-      if (!this.#o.config.prune.keepDatabaseVolumes)
-        await this.#pruner.pruneClaims(namespace, deploymentId, log, signal);
+        await this.#pruner.prune(entry, deploymentId, log, { keepVolumes, signal });
+      if (!keepVolumes) await this.#pruner.pruneVolumes(namespace, deploymentId, log, signal);
       await this.#o.inventories.remove(deploymentId, namespace, signal);
     }
     log.info({ namespaces: placed.map((p) => p.namespace) }, 'deployment deleted');

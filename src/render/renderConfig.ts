@@ -447,7 +447,7 @@ export const RenderConfig = z
           .array(z.string())
           .default(['DATABASE_URI', 'POSTGRES_URI', 'POSTGRES_URI_CUSTOM'])
           .describe(
-            "A deployment whose secrets or secret references carry one of these names brings its own database: none is rendered, and each of `uriEnvs` it does not set itself is set from the first of these it carries (`POSTGRES_URI_CUSTOM`, LangGraph's name for an external database, reaches the server as `DATABASE_URI` and `POSTGRES_URI`). A deployment that drops its in-cluster database this way loses its StatefulSet and credentials Secret; the volume's claim stays (the StatefulSet retains it), and goes with the deployment only when `reconcile.prune.keepDatabaseVolumes` is false.",
+            "A deployment whose secrets or secret references carry one of these names brings its own database: none is rendered, and each of `uriEnvs` it does not set itself is set from the first of these it carries (`POSTGRES_URI_CUSTOM`, LangGraph's name for an external database, reaches the server as `DATABASE_URI` and `POSTGRES_URI`). A deployment that drops its in-cluster database this way loses its StatefulSet; the volume's claim (the StatefulSet retains it) and its credentials Secret stay, so that rendering the database again opens the same data, and go with the deployment only when `reconcile.prune.keepDatabaseVolumes` is false.",
           ),
         provision: z
           .enum(['whenAsked', 'always'])

@@ -11,6 +11,7 @@ import type { RunningEmulator } from '../../src/emulator/server.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_SPEC_HASH,
+  isDatabaseCredentials,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
@@ -206,6 +207,8 @@ export interface LiveEntry {
   readonly deploymentId: string | undefined;
   readonly specHash: string | undefined;
   readonly inventory: string | undefined;
+  /** A database's generated credentials, which outlive its render while its volume is kept. */
+  readonly databaseCredentials: boolean;
 }
 
 /** Every object carrying this listener's label in `namespaces`, across every kind the agent writes. */
@@ -230,6 +233,10 @@ export async function listListenerObjects(world: World, namespaces: readonly str
           deploymentId: item.metadata?.labels?.[LABEL_DEPLOYMENT_ID],
           specHash: item.metadata?.annotations?.[ANNOTATION_SPEC_HASH],
           inventory: item.metadata?.labels?.[LABEL_COMPONENT] === 'inventory' ? data?.inventory : undefined,
+          databaseCredentials: isDatabaseCredentials({
+            kind,
+            metadata: { labels: item.metadata?.labels ?? {}, annotations: item.metadata?.annotations ?? {} },
+          }),
         });
       }
     }
@@ -307,7 +314,9 @@ export function stateDifferences(
     seen.add(entry.key);
     const wanted = owner.get(entry.key);
     if (!wanted) {
-      problems.push(`${entry.key} (deployment ${entry.deploymentId}) is an orphan`);
+      // Kept with its volume (reconcile.prune.keepDatabaseVolumes), as the volume's claims are.
+      if (!entry.databaseCredentials)
+        problems.push(`${entry.key} (deployment ${entry.deploymentId}) is an orphan`);
       continue;
     }
     if (entry.deploymentId !== wanted.deploymentId)

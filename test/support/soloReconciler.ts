@@ -73,6 +73,8 @@ export interface SoloReconcilerOptions {
   /** What the reconciler sends its requests through; default: `kube` itself. */
   readonly client?: ReconcilerKube;
   readonly renderConfig?: RenderConfig;
+  /** Default: FAST_RECONCILE. */
+  readonly config?: ReconcileConfig;
 }
 
 /** A reconciler of its own, whose reports are kept in `sent`. */
@@ -97,7 +99,7 @@ export function soloReconciler(options: SoloReconcilerOptions) {
     metrics,
     logger,
     renderConfig: options.renderConfig ?? RenderConfig.parse({}),
-    config: ReconcileConfig.parse(FAST_RECONCILE),
+    config: options.config ?? ReconcileConfig.parse(FAST_RECONCILE),
     listener: () => listener,
     allowedNamespaces: undefined,
   });

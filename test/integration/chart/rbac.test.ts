@@ -470,7 +470,10 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
               world.kube.core.listNamespacedSecret({ namespace: appsNs(), labelSelector: selector }),
               world.kube.core.listNamespacedPodTemplate({ namespace: appsNs(), labelSelector: selector }),
             ]);
-            return deployments.items.length + secrets.items.length + templates.items.length === 0
+            // The database's volume is kept, and its credentials with it.
+            const secretNames = secrets.items.map((s) => s.metadata?.name);
+            return deployments.items.length + templates.items.length === 0 &&
+              secretNames.join() === 'full-db-credentials'
               ? true
               : undefined;
           },

@@ -291,7 +291,7 @@ describe("an object the agent keeps for another listener's deployment", () => {
 });
 
 describe("a deleted deployment's kept database volume", () => {
-  it('is never bound by a later deployment of the same name, unless handed over by the platform team', async () => {
+  it('is never bound, nor its password taken, by a later deployment of the same name, unless handed over by the platform team', async () => {
     const spec = source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 });
     const first = await setup.world.client.createDeployment(app(setup.world, 'shop', setup.ns, spec));
     await waitForRevision(setup.world, first, 'DEPLOYED');
@@ -301,36 +301,65 @@ describe("a deleted deployment's kept database volume", () => {
       );
     const kept = await readClaim();
     expect(kept?.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+    const readCredentials = () =>
+      setup.world.kube.core.readNamespacedSecret({ name: 'shop-db-credentials', namespace: setup.ns });
+    const password = (await readCredentials()).data?.password;
+    expect(password).toBeTruthy();
 
-    // Deleted: its objects go, its volume stays (reconcile.prune.keepDatabaseVolumes).
+    // Deleted: its objects go, its volume and the volume's password stay
+    // (reconcile.prune.keepDatabaseVolumes).
     await setup.world.client.deleteDeployment(first.id);
     await eventually(
       'the first deployment pruned',
-      async () => ((await objectsOf(first.id)).length === 0 ? true : undefined),
+      async () => ((await objectsOf(first.id)).length === 1 ? true : undefined),
       60_000,
     );
+    expect(await objectsOf(first.id)).toEqual(['Secret/shop-db-credentials']);
     expect((await readClaim())?.metadata?.uid).toBe(kept?.metadata?.uid);
+    expect((await readCredentials()).data?.password).toBe(password);
 
-    // Another tenant's deployment of the same name: its StatefulSet would bind the kept claim.
+    // Another tenant's deployment of the same name: its StatefulSet would bind the kept claim,
+    // and its credentials would be the kept ones.
     const second = await setup.world.client.createDeployment(app(setup.world, 'shop', setup.ns, spec));
     await waitForRevision(setup.world, second, 'DEPLOY_FAILED');
     expect(lastMessage(second.id)).toContain(
-      `StatefulSet/shop-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-shop-db-0, which exists and belongs to deployment ${first.id}: delete it, or label it ${LABEL_DEPLOYMENT_ID}=${second.id}`,
+      `Secret/shop-db-credentials, the password of a kept database volume, exists and belongs to deployment ${first.id}: delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${second.id}`,
     );
     expect(await objectsOf(second.id)).toEqual([]);
     const sets = await setup.world.kube.apps.listNamespacedStatefulSet({ namespace: setup.ns });
     expect(sets.items.map((set) => set.metadata?.name)).not.toContain('shop-db');
     expect((await readClaim())?.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBe(first.id);
 
-    // The platform team hands the volume over: the same revision goes on and binds it.
+    // The platform team hands the credentials over, and not yet the volume: still waiting, on the claim.
+    const handOver = [
+      { op: 'replace', path: '/metadata/labels/k8s-listener.io~1deployment-id', value: second.id },
+    ];
+    await setup.world.kube.core.patchNamespacedSecret({
+      name: 'shop-db-credentials',
+      namespace: setup.ns,
+      body: handOver,
+    });
+    await eventually(
+      'the claim named',
+      async () =>
+        lastMessage(second.id).includes('PersistentVolumeClaim/data-shop-db-0') ? true : undefined,
+      60_000,
+    );
+    expect(lastMessage(second.id)).toContain(
+      `StatefulSet/shop-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-shop-db-0, which exists and belongs to deployment ${first.id}: delete it, or label it ${LABEL_DEPLOYMENT_ID}=${second.id}`,
+    );
+    expect(sets.items.map((set) => set.metadata?.name)).not.toContain('shop-db');
+
+    // And the volume: the same revision goes on, binds it, and keeps the password it was made with.
     await setup.world.kube.core.patchNamespacedPersistentVolumeClaim({
       name: 'data-shop-db-0',
       namespace: setup.ns,
-      body: [{ op: 'replace', path: '/metadata/labels/k8s-listener.io~1deployment-id', value: second.id }],
+      body: handOver,
     });
     await waitForRevision(setup.world, second, 'DEPLOYED');
     expect(await objectsOf(second.id)).toContain('StatefulSet/shop-db');
     expect((await readClaim())?.metadata?.uid).toBe(kept?.metadata?.uid);
+    expect((await readCredentials()).data?.password).toBe(password);
   }, 180_000);
 });
 

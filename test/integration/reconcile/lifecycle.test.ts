@@ -286,8 +286,9 @@ describe('reconciling deployments', () => {
       async () => ((await deploymentNamed(world, web.id)) ? undefined : true),
       60_000,
     );
-    // Only the look-alike with the same deployment id but another listener id is left.
-    expect(await objectsOf(web.id)).toEqual(['Service/foreign']);
+    // Only the database's credentials, kept with its volume, and the look-alike with the same
+    // deployment id but another listener id are left.
+    expect(await objectsOf(web.id)).toEqual(['Secret/web-db-credentials', 'Service/foreign']);
     const claims = await world.kube.core.listNamespacedPersistentVolumeClaim({
       namespace: ns,
       labelSelector: `${LABEL_DEPLOYMENT_ID}=${web.id}`,

@@ -2,7 +2,8 @@
 // scheduler and StatefulSet controller: render.scheduling puts application pods and data stores
 // on the nodes, priority classes and tolerations it names, a namespace's level over the default;
 // a deployment that switches from its in-cluster database to its own (POSTGRES_URI_CUSTOM) loses
-// the database's objects and keeps its volume, as reconcile.prune.keepDatabaseVolumes says.
+// the database's objects and keeps its volume and the volume's password, as
+// reconcile.prune.keepDatabaseVolumes says, and switching back re-uses both.
 import { randomBytes } from 'node:crypto';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -148,7 +149,7 @@ describe('render.scheduling on the real scheduler', () => {
 });
 
 describe('a deployment that switches from its in-cluster database to its own', () => {
-  it('loses the StatefulSet, its Service and credentials, keeps the volume, and reads its own through DATABASE_URI', async () => {
+  it('loses the StatefulSet and its Service, keeps the volume and its password, reads its own through DATABASE_URI, and moves back to the same data', async () => {
     const ns = plain;
     // The platform's shared Redis, which the deployment names by REDIS_URI_CUSTOM.
     await world.kube.core.createNamespacedSecret({
@@ -182,6 +183,10 @@ describe('a deployment that switches from its in-cluster database to its own', (
       return list.items.map((item) => item.metadata?.name).sort();
     };
     expect(await names('StatefulSet')).toEqual(['switch-db']);
+    const credentials = () =>
+      world.kube.core.readNamespacedSecret({ name: 'switch-db-credentials', namespace: ns });
+    const made = await credentials();
+    expect(made.data?.password).toBeTruthy();
 
     // Its next revision brings its own PostgreSQL and Redis, by LangGraph's names for them.
     const second: Deployment = await world.client.patchDeployment(first.id, {
@@ -200,11 +205,12 @@ describe('a deployment that switches from its in-cluster database to its own', (
       60_000,
     );
     expect(await names('Service')).toEqual(['switch']);
-    expect(await names('Secret')).toEqual(['switch-secrets']);
-    // The volume stays, the same claim, not being deleted.
+    // The volume stays, the same claim, not being deleted, and so does its password.
+    expect(await names('Secret')).toEqual(['switch-db-credentials', 'switch-secrets']);
     const after = await claim();
     expect(after?.metadata?.uid).toBe(kept?.metadata?.uid);
     expect(after?.metadata?.deletionTimestamp).toBeUndefined();
+    expect((await credentials()).metadata?.uid).toBe(made.metadata?.uid);
 
     const main = await world.kube.apps.readNamespacedDeployment({ name: 'switch', namespace: ns });
     const env = main.spec?.template.spec?.containers[0]?.env ?? [];
@@ -214,7 +220,20 @@ describe('a deployment that switches from its in-cluster database to its own', (
     expect(ref('REDIS_URI')).toMatchObject({ name: 'shared-redis', key: 'uri' });
     expect(env.map((e) => e.name)).not.toContain('DATABASE_PASSWORD');
 
-    // Deleted: the volume still outlives it.
+    // Back to its in-cluster database: the same volume, opened with the password it was made with.
+    const third: Deployment = await world.client.patchDeployment(first.id, {
+      source_revision_config: { image_uri: 'nginx:1.27' },
+      secrets: [{ name: 'API_TOKEN', value: 'integration-secret-value' }],
+    });
+    expect(third.latest_revision_id).not.toBe(second.latest_revision_id);
+    await waitForRevision(world, third, 'DEPLOYED');
+    expect(await names('StatefulSet')).toEqual(['switch-db']);
+    const reopened = await credentials();
+    expect(reopened.metadata?.uid).toBe(made.metadata?.uid);
+    expect(reopened.data?.password).toBe(made.data?.password);
+    expect((await claim())?.metadata?.uid).toBe(kept?.metadata?.uid);
+
+    // Deleted: the volume and its password still outlive it.
     await world.client.deleteDeployment(first.id);
     await eventually(
       'the deployment removed',
@@ -222,5 +241,6 @@ describe('a deployment that switches from its in-cluster database to its own', (
       60_000,
     );
     expect((await claim())?.metadata?.uid).toBe(kept?.metadata?.uid);
-  }, 180_000);
+    expect(await names('Secret')).toEqual(['switch-db-credentials']);
+  }, 240_000);
 });

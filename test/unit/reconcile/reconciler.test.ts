@@ -8,9 +8,14 @@ import { describe, expect, it } from 'vitest';
 import type { Deployment, ResourceSpec, StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
 import { KubeApiError } from '../../../src/kube/index.ts';
 import { ObjectCache } from '../../../src/kube/objectCache.ts';
+import { secretData } from '../../../src/objects/fields.ts';
 import type { KubeObject } from '../../../src/objects/kubeObject.ts';
 import {
   AGENT_NAME,
+  ANNOTATION_CREATE_ONLY,
+  ANNOTATION_GENERATED_KEYS,
+  DATABASE_COMPONENT,
+  LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
@@ -41,7 +46,12 @@ const failed: Target = { revision: undefined, settled: 'DEPLOY_FAILED' };
 
 function world(
   target: Target = fresh,
-  options: { cache?: ObjectCache; deployment?: Deployment; renderConfig?: RenderConfig } = {},
+  options: {
+    cache?: ObjectCache;
+    deployment?: Deployment;
+    renderConfig?: RenderConfig;
+    config?: ReconcileConfig;
+  } = {},
 ) {
   const deployment = options.deployment ?? defaultDeployment;
   const cluster = new MemoryCluster([NAMESPACE]);
@@ -65,7 +75,7 @@ function world(
     metrics,
     logger,
     renderConfig: options.renderConfig ?? RenderConfig.parse({}),
-    config: ReconcileConfig.parse({}),
+    config: options.config ?? ReconcileConfig.parse({}),
     listener: () => listener,
     allowedNamespaces: undefined,
     ...(options.cache ? { cache: options.cache } : {}),
@@ -75,7 +85,7 @@ function world(
     return sent.flatMap((batch) => batch.reports);
   };
   const reconcile = (signal?: AbortSignal) => reconciler.reconcile(deployment.id, signal);
-  return { cluster, reconciler, reconcile, reported, events };
+  return { cluster, reconciler, reconcile, reported, events, desired };
 }
 
 const writes = <Call extends { verb: string }>(calls: readonly Call[]) =>
@@ -493,6 +503,111 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
       );
       expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
       expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+    },
+  );
+
+  const credentialsRef = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    namespace: NAMESPACE,
+    name: 'hello-db-credentials',
+  } as const;
+
+  it("waits while the credentials kept with a deleted deployment's volume are there; goes on with their password once handed over", async () => {
+    // No watch cache: each read asks the cluster, as a watch that delivered every change would tell.
+    const { cluster, reconcile, reported } = world(fresh, { deployment: withDatabase });
+    const password = Buffer.from('the-volume-password').toString('base64');
+    await cluster.create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: {
+        name: credentialsRef.name,
+        namespace: NAMESPACE,
+        labels: { ...ours, [LABEL_COMPONENT]: DATABASE_COMPONENT, [LABEL_DEPLOYMENT_ID]: OTHER_DEPLOYMENT },
+        annotations: { [ANNOTATION_CREATE_ONLY]: 'true', [ANNOTATION_GENERATED_KEYS]: 'password' },
+      },
+      data: { password },
+    });
+    const before = cluster.calls.length;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
+    expect(error?.reason).toBe('ClaimTaken');
+    expect(error?.message).toContain(
+      `Secret/hello-db-credentials, the password of a kept database volume, exists and belongs to deployment ${OTHER_DEPLOYMENT}: delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${withDatabase.id} to hand them to this deployment`,
+    );
+    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+
+    await cluster.mergePatch(credentialsRef, {
+      metadata: { labels: { [LABEL_DEPLOYMENT_ID]: withDatabase.id } },
+    });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+    expect((await cluster.get(credentialsRef))?.data).toEqual({ password });
+  });
+
+  const ownDatabase: Deployment = {
+    ...withDatabase,
+    secrets: [
+      ...(withDatabase.secrets ?? []),
+      { name: 'POSTGRES_URI_CUSTOM', value: 'postgresql://app:elsewhere@db.example.test:5432/app' },
+    ],
+  };
+
+  it('keeps the credentials of a database the deployment drops, and opens it again with them', async () => {
+    const { cluster, reconcile, desired } = world(fresh, { deployment: withDatabase });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    const made = await cluster.get(credentialsRef);
+    // Generated at its create (the in-memory cluster keeps stringData as sent).
+    expect(secretData(made).stringData.password).toMatch(/.{16,}/);
+
+    desired.set(ownDatabase.id, {
+      kind: 'present',
+      deployment: ownDatabase,
+      target: fresh,
+      fingerprint: 'f2',
+    });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([]);
+    expect((await cluster.get(credentialsRef))?.metadata.uid).toBe(made?.metadata.uid);
+
+    desired.set(withDatabase.id, {
+      kind: 'present',
+      deployment: withDatabase,
+      target: fresh,
+      fingerprint: 'f3',
+    });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+    const again = await cluster.get(credentialsRef);
+    expect(again?.metadata.uid).toBe(made?.metadata.uid);
+    expect(secretData(again).stringData).toEqual(secretData(made).stringData);
+  });
+
+  it.each([
+    [true, [`Secret/${NAMESPACE}/hello-db-credentials`]],
+    [false, []],
+  ])(
+    'deletes a deployment that dropped its database with its credentials only when volumes are not kept (keepDatabaseVolumes %s)',
+    async (keepDatabaseVolumes, left) => {
+      const config = ReconcileConfig.parse({ prune: { keepDatabaseVolumes } });
+      const { cluster, reconcile, desired } = world(fresh, { deployment: withDatabase, config });
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      // Dropped first: the credentials leave the inventory and are found by their labels.
+      desired.set(ownDatabase.id, {
+        kind: 'present',
+        deployment: ownDatabase,
+        target: fresh,
+        fingerprint: 'f2',
+      });
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('Secret')).toContain(`Secret/${NAMESPACE}/hello-db-credentials`);
+
+      desired.set(ownDatabase.id, { kind: 'gone' });
+      await reconcile();
+      expect(cluster.names('Secret')).toEqual(left);
+      expect(cluster.names('ConfigMap')).toEqual([]);
     },
   );
 
