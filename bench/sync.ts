@@ -1,7 +1,8 @@
 // Sync benchmark: the real agent process applying N deployments to a fresh local cluster, against
 // the floor (a bare loop of server-side applies at the agent's concurrency on one keep-alive pool)
 // and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
-// latency, request counts and memory. The targets (bench/README.md, "Targets") are printed with pass/fail;
+// latency, request counts and memory. Each client starts on a settled cluster (the pods of the
+// phases before it all up). The targets (bench/README.md, "Targets") are printed with pass/fail;
 // --strict exits 1 when one is missed. Each phase is a module of bench/sync/.
 // Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--keep-cluster] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
 //   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
@@ -20,6 +21,7 @@ import { makeMemoryCgroup, removeMemoryCgroup } from './sync/memoryCgroup.ts';
 import { readOptions } from './sync/options.ts';
 import { report } from './sync/report.ts';
 import { runRestart } from './sync/restart.ts';
+import { settle } from './sync/settle.ts';
 
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -45,11 +47,12 @@ async function main(argv: readonly string[]): Promise<number> {
   if (memoryCgroup) log(`agent in a memory cgroup of ${options.memoryLimitMiB} MiB (the chart's limit)`);
   const world = await startBenchCluster(options);
   try {
-    await createNamespaces(world.admin, [
+    const namespaces = [
       ...NAMESPACES,
       ...NAMESPACES.map(floorNamespaceOf),
       ...NAMESPACES.map(kubectlNamespaceOf),
-    ]);
+    ];
+    await createNamespaces(world.admin, namespaces);
     const fleet = await seedFleet(world.client, world.emulator, n);
     log(`seeded ${n} deployments: ${fleet.agentObjects.length} objects (${fleet.expectedApplies} by apply)`);
 
@@ -79,7 +82,9 @@ async function main(argv: readonly string[]): Promise<number> {
     let agentRun: AgentRun | undefined;
     let floorMs: number | undefined;
     let kubectlMs: number | undefined;
-    for (const phase of options.order) {
+    for (const [i, phase] of options.order.entries()) {
+      // Each client on a settled cluster: the pods of the phases before it all up (settle.ts).
+      if (i > 0) await settle(world.admin, namespaces, options.phaseTimeoutMs);
       log(`${phase} (order ${options.order.join(', ')})`);
       if (phase === 'agent')
         agentRun = await runAgent(world, fleet, options, { configPath, launch, profileDir, snapshotDir });

@@ -64,8 +64,11 @@ pgvector_version=v0.8.1
 pgvector=${K8S_LISTENER_CACHE:-$HOME/.cache/k8s-listener}/pgvector-$pgvector_version-pg15
 if [ ! -s "$pgvector/lib/vector.so" ]; then
   echo "images.sh: building pgvector $pgvector_version" >&2
-  source_dir=$(cd "$(mktemp -d)" && GOFLAGS=-mod=mod go mod download -json "github.com/pgvector/pgvector@$pgvector_version" |
+  # Run outside any module, in an empty directory removed after.
+  modless=$(mktemp -d)
+  source_dir=$(cd "$modless" && GOFLAGS=-mod=mod go mod download -json "github.com/pgvector/pgvector@$pgvector_version" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rmdir "$modless"
   work=$(mktemp -d)
   cp -r "$source_dir"/. "$work"
   chmod -R u+w "$work"
