@@ -29,7 +29,7 @@ export interface Fleet {
 }
 
 /** Most with main + queue + secrets, a fifth with a database and a key-value store, some with sidecars and volumes. */
-function fleetDeployment(i: number, listenerId: string): DeploymentCreate {
+export function fleetDeployment(i: number, listenerId: string): DeploymentCreate {
   const withQueue = i % 10 < 8;
   const withData = i % 5 === 0;
   const withSidecar = i % 7 === 3;

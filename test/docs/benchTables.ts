@@ -34,7 +34,7 @@ const SyncResult = z.looseObject({
 export type SyncResult = z.infer<typeof SyncResult>;
 
 const MicroResult = z.looseObject({
-  benchmark: z.enum(['render', 'poll']),
+  benchmark: z.enum(['render', 'poll', 'resync']),
   startedAt: z.string(),
   deployments: z.number(),
   medianMs: z.number(),
@@ -86,7 +86,7 @@ export function parseBenchResult(file: string, text: string): BenchResult {
     if (!node.success) throw new BenchResultError(file, node.error);
     return { kind: 'real-node', result: node.data };
   }
-  const micro = /-(render|poll)\.json$/.test(file);
+  const micro = /-(render|poll|resync)\.json$/.test(file);
   const parsed = micro ? MicroResult.safeParse(json) : SyncResult.safeParse(json);
   if (!parsed.success) throw new BenchResultError(file, parsed.error);
   return micro
@@ -107,13 +107,17 @@ function newestOf<T extends { readonly startedAt: string }>(
   return [...newest.values()].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
 }
 
-/** `npm run bench`'s newest render run and newest poll run. */
+/** `npm run bench`'s newest render run and newest poll run; `bench:resync`'s newest of each N. */
 export function microTableMarkdown(results: readonly MicroResult[]): string {
-  const rows = newestOf(results, (r) => r.benchmark).map((r) => {
+  const group = (r: MicroResult) => (r.benchmark === 'resync' ? `resync-${r.deployments}` : r.benchmark);
+  const rows = newestOf(results, group).map((r) => {
+    const n = r.deployments.toLocaleString('en-US');
     const figures =
       r.benchmark === 'render'
-        ? `median ${fixed(r.medianMs, 2)} ms, p99 ${fixed(r.p99Ms, 2)} ms per deployment; ${fixed(r.heldHeapMiB, 1)} MiB held for ${r.deployments.toLocaleString('en-US')}`
-        : `median ${fixed(r.medianMs, 1)} ms, max ${fixed(r.maxMs, 1)} ms per complete listing of ${r.deployments.toLocaleString('en-US')}`;
+        ? `median ${fixed(r.medianMs, 2)} ms, p99 ${fixed(r.p99Ms, 2)} ms per deployment; ${fixed(r.heldHeapMiB, 1)} MiB held for ${n}`
+        : r.benchmark === 'poll'
+          ? `median ${fixed(r.medianMs, 1)} ms, max ${fixed(r.maxMs, 1)} ms per complete listing of ${n}`
+          : `median ${fixed(r.medianMs, 3)} ms, max ${fixed(r.maxMs, 3)} ms of CPU per deployment, a full resync of ${n} converged deployments`;
     return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.benchmark} | ${figures} | ${r.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'} |`;
   });
   return ['| run (UTC) | benchmark | figures | load at start |', '|---|---|---|---|', ...rows, ''].join('\n');

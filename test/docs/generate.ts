@@ -46,7 +46,12 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
       'alerts',
       alertsTableMarkdown(await read('deploy/monitoring/prometheus-rule.yaml')),
     ],
-    ['bench/README.md', 'render-poll-results', microTableMarkdown(micro)],
+    [
+      'bench/README.md',
+      'render-poll-results',
+      microTableMarkdown(micro.filter((r) => r.benchmark !== 'resync')),
+    ],
+    ['bench/README.md', 'resync-results', microTableMarkdown(micro.filter((r) => r.benchmark === 'resync'))],
     ['bench/README.md', 'real-node-results', realNodeTableMarkdown(realNode)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],

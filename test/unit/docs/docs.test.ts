@@ -7,7 +7,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../../../src/config/agentConfig.ts';
-import { benchTableMarkdown, parseBenchResult, realNodeTableMarkdown } from '../../docs/benchTables.ts';
+import {
+  benchTableMarkdown,
+  microTableMarkdown,
+  parseBenchResult,
+  realNodeTableMarkdown,
+} from '../../docs/benchTables.ts';
 import { chartValues, UndocumentedValueError } from '../../docs/chartValues.ts';
 import { configKeys } from '../../docs/configReference.ts';
 import { generatedPages } from '../../docs/generate.ts';
@@ -89,6 +94,36 @@ describe('bench:node records', () => {
     expect(() => parseBenchResult('x-real-node.json', JSON.stringify({ ...record, runs: 'two' }))).toThrow(
       /x-real-node.json/,
     );
+  });
+});
+
+describe('bench:resync records', () => {
+  it('are tabled as the newest run of each N, apart from render and poll', () => {
+    const record = (startedAt: string, deployments: number, medianMs: number) => {
+      const parsed = parseBenchResult(
+        `${startedAt}-resync.json`,
+        JSON.stringify({
+          benchmark: 'resync',
+          startedAt,
+          deployments,
+          medianMs,
+          maxMs: medianMs * 2,
+          machine: { loadAverageAtStart: [0.5] },
+        }),
+      );
+      if (parsed.kind !== 'micro') throw new Error(`read as ${parsed.kind}`);
+      return parsed.result;
+    };
+    const rows = microTableMarkdown([
+      record('2026-11-27T04:00:00.000Z', 1000, 0.2),
+      record('2026-11-27T04:10:00.000Z', 10000, 0.25),
+      record('2026-11-27T03:00:00.000Z', 10000, 0.9),
+    ]).split('\n');
+    expect(rows.slice(2, 4)).toEqual([
+      '| 2026-11-27 04:10 | resync | median 0.250 ms, max 0.500 ms of CPU per deployment, a full resync of 10,000 converged deployments | 0.50 |',
+      '| 2026-11-27 04:00 | resync | median 0.200 ms, max 0.400 ms of CPU per deployment, a full resync of 1,000 converged deployments | 0.50 |',
+    ]);
+    expect(rows[4]).toBe('');
   });
 });
 
