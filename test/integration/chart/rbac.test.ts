@@ -458,7 +458,7 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
     );
 
     it(
-      'removes every object of a deleted deployment, and keeps its database volume',
+      'removes every object of a deleted deployment, and keeps its database volume and the credentials that open it',
       withRefusals(async () => {
         await world.client.deleteDeployment(full.id);
         const selector = `${LABEL_DEPLOYMENT_ID}=${full.id}`;

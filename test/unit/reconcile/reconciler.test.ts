@@ -555,6 +555,10 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
     ],
   };
 
+  /** The deployment changed in the control plane: `deployment` desired under a new fingerprint. */
+  const change = (desired: DesiredState, deployment: Deployment, fingerprint: string) =>
+    desired.set(deployment.id, { kind: 'present', deployment, target: fresh, fingerprint });
+
   it('keeps the credentials of a database the deployment drops, and opens it again with them', async () => {
     const { cluster, reconcile, desired } = world(fresh, { deployment: withDatabase });
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
@@ -562,22 +566,12 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
     // Generated at its create (the in-memory cluster keeps stringData as sent).
     expect(secretData(made).stringData.password).toMatch(/.{16,}/);
 
-    desired.set(ownDatabase.id, {
-      kind: 'present',
-      deployment: ownDatabase,
-      target: fresh,
-      fingerprint: 'f2',
-    });
+    change(desired, ownDatabase, 'f2');
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('StatefulSet')).toEqual([]);
     expect((await cluster.get(credentialsRef))?.metadata.uid).toBe(made?.metadata.uid);
 
-    desired.set(withDatabase.id, {
-      kind: 'present',
-      deployment: withDatabase,
-      target: fresh,
-      fingerprint: 'f3',
-    });
+    change(desired, withDatabase, 'f3');
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
     const again = await cluster.get(credentialsRef);
@@ -595,12 +589,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
       const { cluster, reconcile, desired } = world(fresh, { deployment: withDatabase, config });
       expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
       // Dropped first: the credentials leave the inventory and are found by their labels.
-      desired.set(ownDatabase.id, {
-        kind: 'present',
-        deployment: ownDatabase,
-        target: fresh,
-        fingerprint: 'f2',
-      });
+      change(desired, ownDatabase, 'f2');
       expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
       expect(cluster.names('Secret')).toContain(`Secret/${NAMESPACE}/hello-db-credentials`);
 
