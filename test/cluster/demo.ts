@@ -295,8 +295,16 @@ try {
     const component = (name: string) =>
       services.items.find((service) => service.metadata?.labels?.[LABEL_COMPONENT] === name);
     const ip = component('main')?.spec?.clusterIP;
+    if (!ip) return undefined;
+    // Printed once the Service answers: DEPLOYED (the pods ready) can come before the node's
+    // proxy routes the Service to them, and a printed command must work when it is run.
+    const answers = await fetch(`http://${ip}/ok`, { signal: AbortSignal.timeout(2_000) }).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (!answers) return undefined;
     // With a database, the probe app's /stores opens the stores with the rendered credentials.
-    return ip ? `curl -s http://${ip}${component('database') ? '/stores' : '/ok'}` : undefined;
+    return `curl -s http://${ip}${component('database') ? '/stores' : '/ok'}`;
   };
   let drawnLines = 0;
   if (live) process.stdout.write('\x1b[?25l');
