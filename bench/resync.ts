@@ -24,6 +24,7 @@ import { AGENT_VERSION } from '../src/version.ts';
 import { MemoryCluster } from '../test/support/memoryCluster.ts';
 import { listener as fixtureListener, minimalDeployment } from '../test/support/renderFixtures.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
+import { median } from './statistics.ts';
 import { fleetDeployment, NAMESPACES } from './sync/fleet.ts';
 
 const PASSES = 5;
@@ -104,9 +105,6 @@ async function resyncPasses(n: number): Promise<number[]> {
   }
   return perDeploymentMs;
 }
-
-const median = (values: readonly number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 let missed = false;
 for (const n of sizes) {

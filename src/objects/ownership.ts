@@ -117,3 +117,12 @@ export function isDatabaseCredentials(live: {
     live.metadata.annotations[ANNOTATION_GENERATED_KEYS] !== undefined
   );
 }
+
+/**
+ * Whose a kept volume's object is (a claim, its credentials), as told to the platform team that
+ * may hand it over: the deployment its id label names, or none.
+ */
+export function describeHolder(live: Labelled): string {
+  const holder = live.metadata.labels[LABEL_DEPLOYMENT_ID];
+  return holder === undefined ? 'carries no deployment id' : `belongs to deployment ${holder}`;
+}

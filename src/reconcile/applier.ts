@@ -20,6 +20,7 @@ import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
+  describeHolder,
   isDatabaseCredentials,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
@@ -367,11 +368,9 @@ export function takenBy(
     isDatabaseCredentials(live) &&
     live.metadata.labels[LABEL_LISTENER_ID] === object.metadata.labels[LABEL_LISTENER_ID];
   if (!kept) return { message: verdict, handOver: false };
-  const holder = live.metadata.labels[LABEL_DEPLOYMENT_ID];
-  const whose = holder === undefined ? 'carries no deployment id' : `belongs to deployment ${holder}`;
   return {
     message:
-      `${object.kind}/${object.metadata.name}, the password of a kept database volume, exists and ${whose}: ` +
+      `${object.kind}/${object.metadata.name}, the password of a kept database volume, exists and ${describeHolder(live)}: ` +
       `delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${deploymentId} ` +
       'to hand them to this deployment',
     handOver: true,

@@ -4,7 +4,7 @@
 // route serves is refused (routedHosts.ts).
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
-import { foreignOwner, LABEL_DEPLOYMENT_ID } from '../objects/ownership.ts';
+import { describeHolder, foreignOwner, LABEL_DEPLOYMENT_ID } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
 import { podReferences, type Reference } from '../render/references.ts';
 import { Reason } from '../report/rolloutStatus.ts';
@@ -101,12 +101,10 @@ export class ReferenceGuard {
           foreign.push(
             `${path} names ${what}, which holds a ServiceAccount token (${SERVICE_ACCOUNT_TOKEN})`,
           );
-      const holder = live.metadata.labels[LABEL_DEPLOYMENT_ID];
-      if (holder === deploymentId) continue;
-      const whose = holder === undefined ? 'carries no deployment id' : `belongs to deployment ${holder}`;
+      if (live.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId) continue;
       for (const { path } of bound)
         taken.push(
-          `${path} would bind ${what}, which exists and ${whose}: delete it, or label it ` +
+          `${path} would bind ${what}, which exists and ${describeHolder(live)}: delete it, or label it ` +
             `${LABEL_DEPLOYMENT_ID}=${deploymentId} to hand it to this deployment`,
         );
     }
