@@ -167,7 +167,9 @@ export function readOptions(argv: readonly string[]): {
       series: flags.series,
       phaseTimeoutMs,
       settleAfterAppliedMs: Math.min(180_000, Math.max(10_000, deployments * 18)),
-      resyncIntervalMs: Math.max(120_000, deployments * 400),
+      // A cold sync is DEPLOYED once the controller manager has made every pod: some 2,200 at
+      // N = 1,000, 5 a second at its default rate, so 440 s; 400 s fell among the changes.
+      resyncIntervalMs: Math.max(120_000, deployments * 600),
     },
   };
 }

@@ -345,8 +345,8 @@ export class LeaderSession {
         // reconcile a moment later reads them all, queued low: behind a cold sync's deployments
         // not yet applied its moves gather into one run (ahead of them, each burst of every
         // deployment applied so far was a run of its own), and with nothing else queued it runs
-        // at once. Rollout rechecks (normal) still report progress meanwhile. Any other change (a
-        // hand edit, a deletion) is repaired at once.
+        // at once. Rollout rechecks wait there too. Any other change (a hand edit, a deletion) is
+        // repaired at once.
         if (change === 'status') parts.queue.addAfter(id, STATUS_SETTLE_MS, 'low');
         else parts.queue.add(id);
       },

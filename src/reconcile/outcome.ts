@@ -10,8 +10,11 @@ export type DoneDetail = 'ok' | 'deleted' | 'settled' | 'suspended';
 
 export type ReconcileOutcome =
   | { readonly result: 'done'; readonly detail: DoneDetail }
-  /** Converging (a rollout in progress): look again after `afterMs`, no backoff. */
-  | { readonly result: 'requeue'; readonly afterMs: number }
+  /**
+   * Converging: look again after `afterMs`, no backoff. A rollout's recheck is `background`: it
+   * waits, as a workload's status move does, behind the deployments not yet applied.
+   */
+  | { readonly result: 'requeue'; readonly afterMs: number; readonly background?: boolean }
   /**
    * Worth another try after a backoff (network, API server 5xx, conflicts; reported meanwhile: a
    * namespace not yet there, a WaitingError).

@@ -23,7 +23,7 @@ export interface PollerOptions {
   readonly desired: DesiredState;
   /** Deployments that have objects in the cluster (from the inventories). */
   readonly knownIds: () => readonly string[];
-  /** `low` for what the first listing finds: bulk work, behind changes and rollout rechecks. */
+  /** `low` for what the first listing finds: bulk work, behind changes and repairs. */
   readonly enqueue: (deploymentId: string, priority: QueuePriority) => void;
   readonly reporter: StatusReporter;
   readonly metrics: AgentMetrics;

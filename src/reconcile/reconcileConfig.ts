@@ -52,7 +52,7 @@ export const ReconcileConfig = z.strictObject({
     .min(1)
     .default(20)
     .describe(
-      'The rechecks of rollouts in progress, all together, stay within this many a second: with more rollouts at once than `rolloutRecheckMs` allows for (300 at the defaults, as in a cold sync of a large listener), each is looked at less often, in proportion. Watch events are not counted: a workload whose status changes is looked at once the deployments not yet applied are (at once when none wait).',
+      'The rechecks of rollouts in progress, all together, stay within this many a second: with more rollouts at once than `rolloutRecheckMs` allows for (300 at the defaults, as in a cold sync of a large listener), each is looked at less often, in proportion. Watch events are not counted: a workload whose status changes is looked at at once when no deployment waits to be applied; a recheck or a status change waits behind those that do.',
     ),
   failureGraceMs: z
     .number()

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, type ReconcileResultLabel } from '../report/metrics.ts';
 import { type ReconcileOutcome, TerminalError, WaitingError } from './outcome.ts';
-import type { Worker } from './workQueue.ts';
+import type { QueuePriority, Worker } from './workQueue.ts';
 
 export interface ReconcileFn {
   reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome>;
@@ -13,7 +13,7 @@ export interface ReconcileFn {
 /** What the worker asks of the queue after a reconcile. */
 export interface SettlingQueue {
   forget(key: string): void;
-  addAfter(key: string, delayMs: number): void;
+  addAfter(key: string, delayMs: number, priority?: QueuePriority): void;
   addRateLimited(key: string): number;
 }
 
@@ -78,7 +78,7 @@ function settle(
       return 'success';
     case 'requeue':
       queue.forget(deploymentId);
-      queue.addAfter(deploymentId, outcome.afterMs);
+      queue.addAfter(deploymentId, outcome.afterMs, outcome.background ? 'low' : 'normal');
       return 'requeue_after';
     case 'retry': {
       const delay = queue.addRateLimited(deploymentId);

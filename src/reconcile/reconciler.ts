@@ -342,10 +342,14 @@ export class Reconciler {
     return live;
   }
 
-  /** A rollout in progress is looked at again at its recheck; any other is done. */
+  /**
+   * A rollout in progress is looked at again at its recheck, in the background: applying what a
+   * deployment not yet applied asks comes before telling how another's rollout goes (its outcome's
+   * Event and annotation are two writes). Any other is done.
+   */
   #afterRollout(deploymentId: string, status: RolloutStatus, detail: DoneDetail): ReconcileOutcome {
     return status.revisionStatus === 'DEPLOYING'
-      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId) }
+      ? { result: 'requeue', afterMs: this.#rechecks.inProgress(deploymentId), background: true }
       : { result: 'done', detail };
   }
 

@@ -3,9 +3,8 @@
 // wakes nothing); when so many roll out at once that their rechecks alone would pass
 // `rolloutRechecksPerSecond`, each waits longer, in proportion. A cold sync of a large listener on
 // a slow cluster has every deployment DEPLOYING for many minutes: rechecks of all of them every
-// 15 s would keep the workers busy with nothing new, ahead of the deployments not yet applied.
-// A workload's status change still wakes its deployment through the watches, queued behind the
-// deployments not yet applied.
+// 15 s would keep the workers and the CPU busy with nothing new. Rechecks and workload status
+// changes (through the watches) alike wait behind the deployments not yet applied (outcome.ts).
 
 export class RolloutRechecks {
   readonly #intervalMs: number;

@@ -1,8 +1,9 @@
 // A work queue in the manner of client-go's: one key per deployment, deduplicated, never worked
 // on twice at once, bounded concurrency, per-key exponential backoff, and a bound on its size.
 // Two priorities, as controller-runtime's priority queue: bulk work (the first listing, a resync)
-// is low, so that changes, rollout rechecks and repairs go ahead of thousands of keys queued at once;
-// a workload's status moving is low too, so that while bulk work waits its moves gather into one run.
+// is low, so that changes and repairs go ahead of thousands of keys queued at once; a workload's
+// status moving and a rollout's recheck are low too, so that while bulk work waits its moves gather
+// into one run and no outcome is written ahead of a deployment not yet applied.
 // It reports what client-go's workqueue reports, through the small interface it is given.
 import type { Logger } from 'pino';
 

@@ -146,3 +146,51 @@ describe('reconcile worker: one outcome → one queue action and one controller-
     expect(seen.count(total('error'))).toBeGreaterThanOrEqual(1);
   });
 });
+
+describe('reconcile worker: where a requeue waits', () => {
+  /** `first` runs once with `outcome`; three keys of a first listing are queued low behind it. */
+  async function order(outcome: ReconcileOutcome): Promise<string[]> {
+    const logger = pino({ level: 'silent' });
+    const queue = new WorkQueue({ concurrency: 1, backoffBaseMs: 50, backoffMaxMs: 50, maxKeys: 10, logger });
+    const runs: string[] = [];
+    queue.start(
+      reconcileWorker({
+        reconciler: {
+          reconcile: async (id) => {
+            runs.push(id);
+            if (id === 'first' && runs.length === 1) {
+              for (const bulk of ['b1', 'b2', 'b3']) queue.add(bulk, 'low');
+              return outcome;
+            }
+            // Each bulk key takes a while, so that a requeue due meanwhile has to choose its place.
+            await sleep(15);
+            return { result: 'done', detail: 'ok' };
+          },
+        },
+        queue,
+        metrics: createMetrics({ defaultMetrics: false }),
+        logger,
+        concurrency: 1,
+      }),
+    );
+    queue.add('first');
+    await sleep(150);
+    await queue.shutDown(100);
+    return runs;
+  }
+
+  it('a rollout’s recheck waits behind the deployments not yet applied', async () => {
+    expect(await order({ result: 'requeue', afterMs: 1, background: true })).toEqual([
+      'first',
+      'b1',
+      'b2',
+      'b3',
+      'first',
+    ]);
+  });
+
+  it('any other requeue goes ahead of them', async () => {
+    const runs = await order({ result: 'requeue', afterMs: 1 });
+    expect(runs.indexOf('first', 1)).toBeLessThan(runs.indexOf('b3'));
+  });
+});
