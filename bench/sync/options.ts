@@ -168,7 +168,8 @@ export function readOptions(argv: readonly string[]): {
       phaseTimeoutMs,
       settleAfterAppliedMs: Math.min(180_000, Math.max(10_000, deployments * 18)),
       // A cold sync is DEPLOYED once the controller manager has made every pod: some 2,200 at
-      // N = 1,000, 5 a second at its default rate, so 440 s; 400 s fell among the changes.
+      // N = 1,000, 5 a second at its default rate, so 440 s; at 400 s the resync could come
+      // before DEPLOYED (402 s in a run of 2026-11-27) or among the changes.
       resyncIntervalMs: Math.max(120_000, deployments * 600),
     },
   };
