@@ -49,7 +49,7 @@ import type { ReconcileConfig } from './reconcileConfig.ts';
 import { ReferenceGuard } from './referenceGuard.ts';
 import { RolloutReader } from './rolloutReader.ts';
 import { RolloutRechecks } from './rolloutRechecks.ts';
-import { hostLockKey, isRouteKind, routedHosts, routeKinds } from './routedHosts.ts';
+import { hostLockKey, isRouteKind, routedHosts } from './routedHosts.ts';
 import type { ActiveSuspension } from './suspensions.ts';
 
 /** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
@@ -128,7 +128,6 @@ export class Reconciler {
       kube,
       listener,
       allowedNamespaces: options.allowedNamespaces,
-      routeKinds: routeKinds(options.renderConfig),
     });
     this.#pruner = new Pruner({ kube, metrics, listener });
     this.#rollouts = new RolloutReader({

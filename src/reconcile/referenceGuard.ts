@@ -8,6 +8,7 @@ import { describeHolder, foreignOwner, LABEL_DEPLOYMENT_ID } from '../objects/ow
 import type { KubeObject } from '../render/index.ts';
 import { podReferences, type Reference } from '../render/references.ts';
 import { Reason } from '../report/rolloutStatus.ts';
+import { listRoutes } from './hostRegistry.ts';
 import { entryId, entryOf } from './inventory.ts';
 import type { KubeReader } from './kubeAccess.ts';
 import { TerminalError, WaitingError } from './outcome.ts';
@@ -23,8 +24,6 @@ export interface ReferenceGuardOptions {
   readonly kube: KubeReader;
   readonly listener: () => Listener;
   readonly allowedNamespaces: readonly string[] | undefined;
-  /** The kinds that route a host under this render configuration (routedHosts.ts routeKinds). */
-  readonly routeKinds: readonly ('Ingress' | 'HTTPRoute')[];
 }
 
 export class ReferenceGuard {
@@ -126,8 +125,9 @@ export class ReferenceGuard {
 
   /**
    * Refuses a host another route already serves (routedHosts.ts): this listener's routes and
-   * everyone else's in the namespaces it serves, read from the API server (the watches see only
-   * this listener's). The host's lock is held by the caller from here to the route's write.
+   * everyone else's, Ingresses and HTTPRoutes alike whichever this configuration renders, in the
+   * namespaces it serves, read from the API server (the watches see only this listener's)
+   * (hostRegistry.ts). The host's lock is held by the caller from here to the route's write.
    */
   async checkHosts(
     deploymentId: string,
@@ -141,13 +141,7 @@ export class ReferenceGuard {
         (n) => this.#o.allowedNamespaces?.includes(n) ?? true,
       ),
     ]);
-    const routes = (
-      await Promise.all(
-        [...namespaces].flatMap((n) =>
-          this.#o.routeKinds.map((kind) => this.#o.kube.list(kind, { namespace: n, signal })),
-        ),
-      )
-    ).flat();
+    const routes = await listRoutes(this.#o.kube, [...namespaces], deploymentId, signal);
     const taken: string[] = [];
     for (const host of hosts) {
       const holder = hostHolder(host, routes, deploymentId, this.#o.listener().id);

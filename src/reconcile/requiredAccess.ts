@@ -117,6 +117,22 @@ export function namespaceAccess(config: {
   if (config.render.gateway.parentRefs.length > 0) {
     access.push(written('HTTPRoute', 'the HTTPRoute of custom_url (render.gateway.parentRefs is set)'));
   }
+  // One registry of hosts: a custom_url host is judged against the routes of both kinds, so the
+  // kind not rendered is listed too (read only).
+  const ingress = config.render.ingress.className !== undefined;
+  const gateway = config.render.gateway.parentRefs.length > 0;
+  if (gateway && !ingress)
+    access.push({
+      ...resourceOf('Ingress'),
+      verbs: ['list'],
+      why: 'whether an Ingress already routes a custom_url host (one holder across both route kinds)',
+    });
+  if (ingress && !gateway)
+    access.push({
+      ...resourceOf('HTTPRoute'),
+      verbs: ['list'],
+      why: 'whether an HTTPRoute already routes a custom_url host (one holder across both route kinds)',
+    });
   if (config.render.autoscaling.queue === 'keda') {
     access.push(
       written('ScaledObject', 'queue workers scaled on runs (render.autoscaling.queue: keda)'),

@@ -2,8 +2,8 @@
 // routes it. Two Ingresses naming one host leave the choice of backend to the ingress controller
 // (ingress-nginx: the oldest), and two HTTPRoutes on one Gateway merge their rules, so a tenant
 // could claim a host first — a neighbour's, or the platform's own — or take one over. The first
-// holder keeps it; a later one is refused, naming the holder. Pure: the reconciler lists the
-// candidates.
+// holder keeps it; a later one is refused, naming the holder, whichever kind each routes by. Pure:
+// the candidates are listed by hostRegistry.ts.
 import type { LiveKubeObject } from '../kube/decode.ts';
 import { fieldAt } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
@@ -13,25 +13,13 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../objects/ownership.ts';
-import type { RenderConfig } from '../render/renderConfig.ts';
 
-/** Every kind whose objects route a host to a Service. */
-const ALL_ROUTE_KINDS: readonly string[] = ['Ingress', 'HTTPRoute'];
+/** Every kind whose objects route a host: a host's holder is looked for among all of them. */
+export const ROUTE_KINDS = ['Ingress', 'HTTPRoute'] as const;
+export type RouteKind = (typeof ROUTE_KINDS)[number];
 
 export function isRouteKind(kind: string): boolean {
-  return ALL_ROUTE_KINDS.includes(kind);
-}
-
-/**
- * The kinds to list for the holders of a host under this configuration: those the agent renders
- * (and holds permissions for). HTTPRoute only with a Gateway configured: its CRD may be absent
- * elsewhere, and listing a kind the API server does not serve fails.
- */
-export function routeKinds(render: Pick<RenderConfig, 'ingress' | 'gateway'>): ('Ingress' | 'HTTPRoute')[] {
-  return [
-    ...(render.ingress.className !== undefined ? (['Ingress'] as const) : []),
-    ...(render.gateway.parentRefs.length > 0 ? (['HTTPRoute'] as const) : []),
-  ];
+  return (ROUTE_KINDS as readonly string[]).includes(kind);
 }
 
 /** The hosts an object routes (an Ingress's rules, an HTTPRoute's hostnames), lower-cased; none for other kinds. */

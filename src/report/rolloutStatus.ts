@@ -36,6 +36,7 @@ export const Reason = {
   ReferenceMissing: 'ReferenceMissing',
   ClaimTaken: 'ClaimTaken',
   HostTaken: 'HostTaken',
+  HostsUnreadable: 'HostsUnreadable',
   RoutePending: 'RoutePending',
   RouteRefused: 'RouteRefused',
   RouteRefsUnresolved: 'RouteRefsUnresolved',

@@ -595,7 +595,8 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'config.render.gateway.parentRefs[0].name=shared',
       'config.render.autoscaling.queue=keda',
     );
-    expect(routedAndScaled.verbsOn('n1', 'ingresses')).toEqual([]);
+    // Ingresses read only: a host is judged against both route kinds.
+    expect(routedAndScaled.verbsOn('n1', 'ingresses')).toEqual(['list']);
     const all = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
     expect(routedAndScaled.rulesOf('n1')).toEqual(
       expect.arrayContaining([
@@ -622,6 +623,8 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
       'patch',
       'delete',
     ]);
+    // And HTTPRoutes read only, beside the Ingresses it writes.
+    expect(configured.verbsOn('n1', 'httproutes')).toEqual(['list']);
     expect(configured.verbsOn('n1', 'persistentvolumeclaims')).toEqual(['get', 'list', 'watch', 'delete']);
     // In the release's namespace only the digest key and the suspensions: the Lease went elsewhere.
     expect(configured.rulesOf('rel')).toEqual([
@@ -917,6 +920,11 @@ describe('the chart’s RBAC with a Gateway and KEDA queue scaling, proven by it
       );
     expect(grantedHere).toHaveLength(18);
     expect(grantedHere.filter((p) => !used.has(p)).sort()).toEqual([]);
+    // The Ingresses it does not write are listed (read only) to judge the route's host.
+    expect(role.flatMap((r) => r.rules ?? []).filter((rule) => rule.resources.includes('ingresses'))).toEqual(
+      [{ apiGroups: ['networking.k8s.io'], resources: ['ingresses'], verbs: ['list'] }],
+    );
+    expect(used).toContain('networking.k8s.io/ingresses list');
   });
 
   it('grants the Gateway’s and KEDA’s kinds to this release’s token alone, in its namespaces alone', async () => {

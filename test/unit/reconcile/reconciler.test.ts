@@ -668,6 +668,70 @@ describe('a routed host (in memory)', () => {
     expect(writes(cluster.calls.slice(before))).toEqual([]);
   });
 
+  // One registry across both kinds: an agent that renders one kind sees the holders of the other.
+  const gatewayRouting = RenderConfig.parse({
+    gateway: { parentRefs: [{ name: 'shared', namespace: 'gateways' }] },
+    ingress: { allowedHostSuffixes: ['example.test'] },
+  });
+  const httpRoute = (name: string, host: string, labels: Record<string, string>): KubeObject => ({
+    apiVersion: 'gateway.networking.k8s.io/v1',
+    kind: 'HTTPRoute',
+    metadata: { name, namespace: NAMESPACE, labels, annotations: {} },
+    spec: { hostnames: [host] },
+  });
+  it.each([
+    [
+      'an HTTPRoute, with a Gateway configured, of a host an Ingress serves',
+      gatewayRouting,
+      ingress('platform', 'shop.example.test', {}),
+      `Ingress ${NAMESPACE}/platform, which this agent does not manage`,
+      'HTTPRoute',
+    ],
+    [
+      'an Ingress of a host an HTTPRoute of another deployment serves',
+      routing,
+      httpRoute('shop', 'shop.example.test', theirs(listener.id)),
+      `deployment ${OTHER_DEPLOYMENT}`,
+      'Ingress',
+    ],
+  ])('refuses %s, nothing written', async (_, renderConfig, holder, named, kind) => {
+    const { cluster, reconcile } = world(fresh, {
+      deployment: at('shop.example.test'),
+      cache: syncedCache(),
+      renderConfig,
+    });
+    await cluster.create(holder);
+    const before = cluster.calls.length;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
+    expect(error?.reason).toBe('HostTaken');
+    expect(error?.message).toContain(
+      `source_config.custom_url: host shop.example.test is already routed to ${named}`,
+    );
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+    expect(cluster.names(kind)).toEqual([]);
+  });
+
+  it('fails closed when it may not list the kind it does not render: nothing written', async () => {
+    const { cluster, reconcile } = world(fresh, {
+      deployment: at('shop.example.test'),
+      cache: syncedCache(),
+      renderConfig: gatewayRouting,
+    });
+    cluster.before = ({ verb, kind, namespace }) => {
+      if (verb === 'list' && kind === 'Ingress')
+        throw new KubeApiError({ verb, kind, namespace, status: 403, reason: 'Forbidden' });
+    };
+    const before = cluster.calls.length;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
+    expect(error?.reason).toBe('HostsUnreadable');
+    expect(error?.message).toContain(`may not list Ingress objects in namespace ${NAMESPACE}`);
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+  });
+
   it('is taken when free, and kept by its first holder', async () => {
     const { cluster, reconcile } = world(fresh, {
       deployment: at('shop.example.test'),

@@ -95,6 +95,23 @@ describe('the permissions check asks for', () => {
       expect(watchedKinds(RenderConfig.parse({})), kind).not.toContain(kind);
   });
 
+  it('asks to list the route kind it does not render when it renders the other: one registry of hosts', () => {
+    const routes = (render: RenderConfig) => {
+      const asked = namespaceAccess({ render, reconcile });
+      return [
+        verbsOf(asked, 'networking.k8s.io', 'ingresses'),
+        verbsOf(asked, 'gateway.networking.k8s.io', 'httproutes'),
+      ];
+    };
+    const written = ['get', 'list', 'watch', 'patch', 'delete'];
+    expect(routes(RenderConfig.parse({}))).toEqual([[], []]);
+    expect(routes(RenderConfig.parse({ ingress: { className: 'nginx' } }))).toEqual([written, ['list']]);
+    expect(routes(RenderConfig.parse({ gateway: { parentRefs: [{ name: 'shared' }] } }))).toEqual([
+      ['list'],
+      written,
+    ]);
+  });
+
   it('asks to delete volumes only when they are not kept', () => {
     const dropping = ReconcileConfig.parse({ prune: { keepDatabaseVolumes: false } });
     expect(

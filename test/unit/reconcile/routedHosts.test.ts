@@ -1,16 +1,9 @@
-// A host is one deployment's, whether an Ingress or an HTTPRoute routes it; and the kinds listed
-// for its holders are those the configuration renders (an HTTPRoute's CRD may be absent).
+// A host is one deployment's, whether an Ingress or an HTTPRoute routes it (the listing of both
+// kinds: hostRegistry.test.ts).
 import { describe, expect, it } from 'vitest';
 import type { LiveKubeObject } from '../../../src/kube/decode.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID, LABEL_MANAGED_BY } from '../../../src/objects/ownership.ts';
-import {
-  hostHolder,
-  hostsOf,
-  isRouteKind,
-  routedHosts,
-  routeKinds,
-} from '../../../src/reconcile/routedHosts.ts';
-import { RenderConfig } from '../../../src/render/renderConfig.ts';
+import { hostHolder, hostsOf, isRouteKind, routedHosts } from '../../../src/reconcile/routedHosts.ts';
 
 const LISTENER = 'listener-1';
 
@@ -70,13 +63,5 @@ describe('routed hosts', () => {
     expect(hostHolder('web.example.test', [newer, foreign], 'deployment-b', LISTENER)).toBe(
       'HTTPRoute apps/platform, which this agent does not manage',
     );
-  });
-
-  it('lists HTTPRoutes only where a Gateway is configured, Ingresses only with an ingress class', () => {
-    expect(routeKinds(RenderConfig.parse({}))).toEqual([]);
-    expect(routeKinds(RenderConfig.parse({ ingress: { className: 'nginx' } }))).toEqual(['Ingress']);
-    expect(routeKinds(RenderConfig.parse({ gateway: { parentRefs: [{ name: 'shared' }] } }))).toEqual([
-      'HTTPRoute',
-    ]);
   });
 });
