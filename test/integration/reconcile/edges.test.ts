@@ -253,4 +253,84 @@ describe('the reconciler at the edges', () => {
     );
     expect(await routesTo('console.apps.example.test')).toHaveLength(1);
   }, 600_000);
+
+  it('one registry of hosts across route kinds: an HTTPRoute never takes a host an Ingress serves, nor the reverse', async () => {
+    const namespace = world.namespaces[2] ?? '';
+    const { client } = passThrough();
+    const suffixes = ['kinds.example.test'];
+    const viaGateway = reconcilerOver(
+      client,
+      RenderConfig.parse({
+        gateway: { parentRefs: [{ name: 'shared', namespace: 'gateways' }] },
+        ingress: { allowedHostSuffixes: suffixes },
+      }),
+    );
+    const viaIngress = reconcilerOver(
+      client,
+      RenderConfig.parse({ ingress: { className: 'nginx', allowedHostSuffixes: suffixes } }),
+    );
+    const claiming = (over: typeof viaGateway, name: string, host: string) =>
+      desire(
+        world.client,
+        over.desired,
+        app(world, name, namespace, {
+          source_config: {
+            listener_id: listener.id,
+            listener_config: { k8s_namespace: namespace },
+            custom_url: `https://${host}/`,
+            resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
+          },
+        }),
+      );
+    const refusal = (outcome: ReconcileOutcome) => {
+      expect(outcome.result).toBe('retry');
+      const error = outcome.result === 'retry' ? (outcome.error as { reason?: string; message?: string }) : {};
+      expect(error.reason).toBe('HostTaken');
+      return error.message ?? '';
+    };
+    const named = async (kind: 'Ingress' | 'HTTPRoute', name: string) =>
+      (await kube.list(kind, { namespace })).filter((o) => o.metadata.name === name);
+
+    // The platform's Ingress holds its host against a deployment routed through the Gateway.
+    await kube.create({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'platform-ingress', namespace, labels: {}, annotations: {} },
+      spec: { ingressClassName: 'nginx', rules: [{ host: 'console.kinds.example.test' }] },
+    });
+    const console = await claiming(viaGateway, 'console', 'console.kinds.example.test');
+    expect(refusal(await viaGateway.reconciler.reconcile(console.id))).toContain(
+      `host console.kinds.example.test is already routed to Ingress ${namespace}/platform-ingress, which this agent does not manage`,
+    );
+    expect(await named('HTTPRoute', 'console')).toEqual([]);
+
+    // The reverse: an HTTPRoute the agent does not manage holds its host against an Ingress.
+    await kube.apply(
+      {
+        apiVersion: 'gateway.networking.k8s.io/v1',
+        kind: 'HTTPRoute',
+        metadata: { name: 'platform-route', namespace, labels: {}, annotations: {} },
+        spec: {
+          parentRefs: [{ name: 'shared', namespace: 'gateways' }],
+          hostnames: ['portal.kinds.example.test'],
+        },
+      },
+      { force: true },
+    );
+    const portal = await claiming(viaIngress, 'portal', 'portal.kinds.example.test');
+    expect(refusal(await viaIngress.reconciler.reconcile(portal.id))).toContain(
+      `host portal.kinds.example.test is already routed to HTTPRoute ${namespace}/platform-route, which this agent does not manage`,
+    );
+    expect(await named('Ingress', 'portal')).toEqual([]);
+
+    // And between deployments: the first holder's HTTPRoute keeps the host against an Ingress.
+    const shop = await claiming(viaGateway, 'shop', 'shop.kinds.example.test');
+    expect((await viaGateway.reconciler.reconcile(shop.id)).result).not.toBe('retry');
+    expect(await named('HTTPRoute', 'shop')).toHaveLength(1);
+    const squatter = await claiming(viaIngress, 'squatter', 'shop.kinds.example.test');
+    expect(refusal(await viaIngress.reconciler.reconcile(squatter.id))).toContain(
+      `host shop.kinds.example.test is already routed to deployment ${shop.id}`,
+    );
+    expect(await named('Ingress', 'squatter')).toEqual([]);
+  }, 300_000);
 });
