@@ -126,3 +126,12 @@ export function describeHolder(live: Labelled): string {
   const holder = live.metadata.labels[LABEL_DEPLOYMENT_ID];
   return holder === undefined ? 'carries no deployment id' : `belongs to deployment ${holder}`;
 }
+
+/**
+ * What a deployment is told of a kept volume (a claim, its credentials) another holds: never an
+ * invitation to take it — a tenant's data goes to another deployment only by the platform team's
+ * decision, and only when the same tenant's data is meant.
+ */
+export const KEPT_VOLUME_DECISION =
+  "it is not this deployment's to take: the platform team decides whether to delete it, or to hand it " +
+  'over when it is the same tenant\'s data (docs/operating.md, "Kept database volumes")';

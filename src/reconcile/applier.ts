@@ -22,7 +22,7 @@ import {
   ANNOTATION_SPEC_HASH,
   describeHolder,
   isDatabaseCredentials,
-  LABEL_DEPLOYMENT_ID,
+  KEPT_VOLUME_DECISION,
   LABEL_LISTENER_ID,
   whyNotOurs,
 } from '../objects/ownership.ts';
@@ -371,8 +371,7 @@ export function takenBy(
   return {
     message:
       `${object.kind}/${object.metadata.name}, the password of a kept database volume, exists and ${describeHolder(live)}: ` +
-      `delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${deploymentId} ` +
-      'to hand them to this deployment',
+      KEPT_VOLUME_DECISION,
     handOver: true,
   };
 }

@@ -8,6 +8,7 @@ import type { LiveKubeObject } from '../kube/index.ts';
 import { deploymentSelector, isDatabaseCredentials, isPrunable } from '../objects/ownership.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { entryOf, type InventoryEntry } from './inventory.ts';
+import { type NamedVolume, volumesByName, volumesPastKept } from './keptVolumes.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 
 export interface PrunerOptions {
@@ -76,6 +77,40 @@ export class Pruner {
     );
     for (const volume of volumes)
       await this.prune(entryOf(volume), deploymentId, log, { keepVolumes: false, signal });
+  }
+
+  /**
+   * The volumes of the deployment's earlier names past the `kept` newest (keptVolumes.ts), in
+   * these namespaces: each volume's claims, then its credentials, deleted as prune does (only
+   * while still this deployment's, by uid). Returns the volumes deleted.
+   */
+  async pruneEarlierVolumes(
+    deploymentId: string,
+    where: {
+      readonly namespaces: readonly string[];
+      /** The volumes of the names rendered now (volumeKey): never deleted here. */
+      readonly current: ReadonlySet<string>;
+      readonly kept: number;
+    },
+    log: Logger,
+    signal?: AbortSignal,
+  ): Promise<NamedVolume[]> {
+    const listenerId = this.#o.listener().id;
+    const listed = await Promise.all(
+      [...new Set(where.namespaces)].map((namespace) =>
+        databaseVolumes(this.#o.kube, namespace, listenerId, deploymentId, signal),
+      ),
+    );
+    const past = volumesPastKept(volumesByName(listed.flat()), where.current, where.kept);
+    for (const volume of past) {
+      log.warn(
+        { volume: `${volume.namespace}/${volume.name}`, kept: where.kept },
+        'deleting the database volume of an earlier name of the deployment, past reconcile.prune.keptVolumesPerDeployment',
+      );
+      for (const object of volume.objects)
+        await this.prune(entryOf(object), deploymentId, log, { keepVolumes: false, signal });
+    }
+    return past;
   }
 }
 

@@ -100,6 +100,15 @@ export const ReconcileConfig = z.strictObject({
         .describe(
           'Database volumes (PVCs) and their generated credentials Secrets outlive their deployment unless this is false.',
         ),
+      keptVolumesPerDeployment: z
+        .number()
+        .int()
+        .min(0)
+        .max(100)
+        .default(1)
+        .describe(
+          "How many earlier names' database volumes (claims and credentials) a renamed deployment keeps beside those of its current name; a rename past it deletes the oldest. None are kept when keepDatabaseVolumes is false.",
+        ),
     })
     .prefault({})
     .describe('Removing what the control plane deleted.'),

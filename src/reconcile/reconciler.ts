@@ -7,7 +7,7 @@ import type { Deployment, Listener, Revision } from '../controlplane/schemas/ind
 import { type EventRecorder, isAborted, isNamespaceUnavailable, type LiveKubeObject } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { WORKLOAD_KINDS } from '../objects/kinds.ts';
-import { LABEL_COMPONENT } from '../objects/ownership.ts';
+import { LABEL_COMPONENT, LABEL_INSTANCE } from '../objects/ownership.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import {
   type KubeObject,
@@ -35,6 +35,7 @@ import {
   staleEntries,
 } from './inventory.ts';
 import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
+import { volumeKey } from './keptVolumes.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
 import {
@@ -282,6 +283,24 @@ export class Reconciler {
     // lives, and so its credentials: rendering it again opens the same data.
     for (const entry of stale)
       await this.#pruner.prune(entry, deploymentId, logIn, { keepVolumes: true, signal });
+    // A rename (or a move) leaves its volumes behind: past the bound, the oldest go. Before the
+    // new inventory is recorded, so that a reconcile cut short here looks again.
+    const named = new Set(objects.flatMap((o) => volumeNameOf(namespace, o) ?? []));
+    if (
+      stale.length > 0 ||
+      elsewhere.length > 0 ||
+      this.#earlierVolumesCached(deploymentId, namespace, named)
+    )
+      await this.#pruner.pruneEarlierVolumes(
+        deploymentId,
+        {
+          namespaces: [namespace, ...elsewhere, ...this.#servedNamespaces()],
+          current: named,
+          kept: this.#keptVolumes(),
+        },
+        logIn,
+        signal,
+      );
     for (const other of elsewhere) await this.#o.inventories.remove(deploymentId, other, signal);
     const current = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
     if (!sameInventory(current, next)) await this.#o.inventories.write(namespace, next, signal);
@@ -636,6 +655,36 @@ export class Reconciler {
     return { result: 'terminal', error: failure };
   }
 
+  /** The earlier names' volumes a deployment keeps: none when volumes are not kept. */
+  #keptVolumes(): number {
+    const { prune } = this.#o.config;
+    return prune.keepDatabaseVolumes ? prune.keptVolumesPerDeployment : 0;
+  }
+
+  /** The listener's namespaces this agent may use: where a deployment's earlier volumes may be. */
+  #servedNamespaces(): string[] {
+    const allowed = this.#o.allowedNamespaces;
+    return (this.#o.listener().compute_config?.k8s_namespaces ?? []).filter(
+      (n) => allowed?.includes(n) ?? true,
+    );
+  }
+
+  /**
+   * Whether the watch cache holds more claims of earlier names than are kept, in this namespace
+   * (no request): a rename whose prune was cut short is finished at a later full reconcile.
+   */
+  #earlierVolumesCached(deploymentId: string, namespace: string, current: ReadonlySet<string>): boolean {
+    const cache = this.#o.cache;
+    if (!cache?.isSynced('PersistentVolumeClaim', namespace)) return false;
+    const earlier = new Set(
+      cache
+        .byLabel('PersistentVolumeClaim', namespace, deploymentId)
+        .flatMap((claim) => volumeNameOf(namespace, claim) ?? [])
+        .filter((key) => !current.has(key)),
+    );
+    return earlier.size > this.#keptVolumes();
+  }
+
   /**
    * Deletes what the deployment's inventories record, then forgets it; its database volumes (the
    * claims and their credentials) go too unless they are kept.
@@ -666,6 +715,12 @@ function mainWorkload(live: ReadonlyMap<string, LiveKubeObject>): LiveKubeObject
   return [...live.values()].find(
     (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
   );
+}
+
+/** The volume an object belongs to, by the name it was made under (keptVolumes.ts volumeKey). */
+function volumeNameOf(namespace: string, object: KubeObject): string | undefined {
+  const name = object.metadata.labels[LABEL_INSTANCE];
+  return name === undefined ? undefined : volumeKey(namespace, name);
 }
 
 function revisionOf(entry: PresentEntry): string | undefined {

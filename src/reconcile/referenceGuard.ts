@@ -4,7 +4,12 @@
 // route serves is refused (routedHosts.ts).
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
-import { describeHolder, foreignOwner, LABEL_DEPLOYMENT_ID } from '../objects/ownership.ts';
+import {
+  describeHolder,
+  foreignOwner,
+  KEPT_VOLUME_DECISION,
+  LABEL_DEPLOYMENT_ID,
+} from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
 import { podReferences, type Reference } from '../render/references.ts';
 import { Reason } from '../report/rolloutStatus.ts';
@@ -46,8 +51,8 @@ export class ReferenceGuard {
    * The claims its StatefulSets will bind (templateClaims.ts) are read too: the controller binds
    * an existing claim by name, so a kept volume of a deleted deployment, or one the platform made,
    * would become this deployment's database. Such a claim is this deployment's by its
-   * deployment-id label alone; any other is waited on, named with what the platform team can do
-   * (delete it, or relabel it to hand it over), and the same revision goes on once it has.
+   * deployment-id label alone; any other is waited on, named with whose it is and that the
+   * platform team decides, and the same revision goes on once it has.
    */
   async checkReferences(
     deploymentId: string,
@@ -103,8 +108,7 @@ export class ReferenceGuard {
       if (live.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId) continue;
       for (const { path } of bound)
         taken.push(
-          `${path} would bind ${what}, which exists and ${describeHolder(live)}: delete it, or label it ` +
-            `${LABEL_DEPLOYMENT_ID}=${deploymentId} to hand it to this deployment`,
+          `${path} would bind ${what}, which exists and ${describeHolder(live)}: ${KEPT_VOLUME_DECISION}`,
         );
     }
     if (foreign.length > 0)

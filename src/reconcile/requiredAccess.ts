@@ -63,7 +63,6 @@ export function namespaceAccess(config: {
   readonly render: Pick<RenderConfig, 'ingress' | 'networkPolicy' | 'gateway' | 'autoscaling'>;
   readonly reconcile: Pick<ReconcileConfig, 'prune'>;
 }): RequiredAccess[] {
-  const keepVolumes = config.reconcile.prune.keepDatabaseVolumes;
   const access: RequiredAccess[] = [
     written('Deployment', 'the workloads of every deployment'),
     written('StatefulSet', 'databases and key-value stores'),
@@ -82,18 +81,12 @@ export function namespaceAccess(config: {
     },
     {
       ...resourceOf('PersistentVolumeClaim'),
-      verbs: [
-        ...new Set([
-          'get',
-          'list',
-          ...watchVerbs('PersistentVolumeClaim'),
-          ...(keepVolumes ? [] : ['delete']),
-        ]),
-      ],
-      // get: whose a claim is that a pod names or a StatefulSet would bind (a kept volume).
-      why: keepVolumes
-        ? 'database volume status, and whose an existing claim is before a StatefulSet binds it'
-        : 'database volume status, whose an existing claim is before a StatefulSet binds it, and removing the volumes of deleted deployments (prune.keepDatabaseVolumes: false)',
+      // get: whose a claim is that a pod names or a StatefulSet would bind (a kept volume). delete:
+      // a renamed deployment keeps reconcile.prune.keptVolumesPerDeployment earlier names' volumes.
+      verbs: [...new Set(['get', 'list', ...watchVerbs('PersistentVolumeClaim'), 'delete'])],
+      why: config.reconcile.prune.keepDatabaseVolumes
+        ? "database volume status, whose an existing claim is before a StatefulSet binds it, and removing the volumes of a renamed deployment's earlier names past reconcile.prune.keptVolumesPerDeployment"
+        : "database volume status, whose an existing claim is before a StatefulSet binds it, and removing the volumes of deleted deployments (prune.keepDatabaseVolumes: false) and of a renamed deployment's earlier names",
     },
     {
       ...resourceOf('Pod'),

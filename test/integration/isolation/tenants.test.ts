@@ -12,6 +12,7 @@ import { KubeClient, type LiveKubeObject } from '../../../src/kube/index.ts';
 import { loadDigestKey } from '../../../src/manager/digestKey.ts';
 import {
   AGENT_NAME,
+  KEPT_VOLUME_DECISION,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
@@ -323,8 +324,10 @@ describe("a deleted deployment's kept database volume", () => {
     const second = await setup.world.client.createDeployment(app(setup.world, 'shop', setup.ns, spec));
     await waitForRevision(setup.world, second, 'DEPLOY_FAILED');
     expect(lastMessage(second.id)).toContain(
-      `Secret/shop-db-credentials, the password of a kept database volume, exists and belongs to deployment ${first.id}: delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${second.id}`,
+      `Secret/shop-db-credentials, the password of a kept database volume, exists and belongs to deployment ${first.id}: ${KEPT_VOLUME_DECISION}`,
     );
+    // Never an invitation to hand another tenant's data to this deployment.
+    expect(lastMessage(second.id)).not.toContain(`${LABEL_DEPLOYMENT_ID}=${second.id}`);
     expect(await objectsOf(second.id)).toEqual([]);
     const sets = await setup.world.kube.apps.listNamespacedStatefulSet({ namespace: setup.ns });
     expect(sets.items.map((set) => set.metadata?.name)).not.toContain('shop-db');

@@ -15,6 +15,7 @@ import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   DATABASE_COMPONENT,
+  KEPT_VOLUME_DECISION,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
@@ -492,8 +493,10 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
       const error = outcome.result === 'retry' ? outcome.error : undefined;
       expect((error as WaitingError).reason).toBe('ClaimTaken');
       expect((error as WaitingError).message).toContain(
-        `StatefulSet/hello-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-hello-db-0, which exists and ${whose}: delete it, or label it ${LABEL_DEPLOYMENT_ID}=${withDatabase.id} to hand it to this deployment`,
+        `StatefulSet/hello-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-hello-db-0, which exists and ${whose}: ${KEPT_VOLUME_DECISION}`,
       );
+      // Whose it is and that the platform team decides: never an invitation to relabel it.
+      expect((error as WaitingError).message).not.toContain(`${LABEL_DEPLOYMENT_ID}=`);
       expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
       expect(writes(cluster.calls.slice(before))).toEqual([]);
 
@@ -535,8 +538,9 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
     const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
     expect(error?.reason).toBe('ClaimTaken');
     expect(error?.message).toContain(
-      `Secret/hello-db-credentials, the password of a kept database volume, exists and belongs to deployment ${OTHER_DEPLOYMENT}: delete it with the volume's claims, or label it and them ${LABEL_DEPLOYMENT_ID}=${withDatabase.id} to hand them to this deployment`,
+      `Secret/hello-db-credentials, the password of a kept database volume, exists and belongs to deployment ${OTHER_DEPLOYMENT}: ${KEPT_VOLUME_DECISION}`,
     );
+    expect(error?.message).not.toContain(`${LABEL_DEPLOYMENT_ID}=`);
     expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
     expect(writes(cluster.calls.slice(before))).toEqual([]);
 
@@ -606,6 +610,117 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
     await cluster.create(claim('data-hello-db-0', { ...ours, [LABEL_DEPLOYMENT_ID]: withDatabase.id }));
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+  });
+});
+
+// docs/design.md, "Database volumes are kept": a rename keeps the earlier name's volume, within a bound.
+describe('the volumes of a renamed deployment (in memory)', () => {
+  const withDatabase = naming([], { db_storage_gi: 1 });
+  const named = (name: string): Deployment => ({ ...withDatabase, name });
+  /** The claim the StatefulSet controller makes for the database of `name`, made on `day`. */
+  const claimOf = (name: string, day: number, deploymentId = withDatabase.id): KubeObject => {
+    const made = claim(`data-${name}-db-0`, {
+      [LABEL_MANAGED_BY]: AGENT_NAME,
+      [LABEL_LISTENER_ID]: listener.id,
+      [LABEL_DEPLOYMENT_ID]: deploymentId,
+      [LABEL_COMPONENT]: DATABASE_COMPONENT,
+      'app.kubernetes.io/instance': name,
+    });
+    const metadata = { ...made.metadata, creationTimestamp: `2026-01-0${day}T00:00:00Z` };
+    return { ...made, metadata };
+  };
+  /** Renamed through `names`, each database's claim made as its StatefulSet ran. */
+  async function renamed(names: readonly string[], config?: ReconcileConfig) {
+    const first = names[0] ?? '';
+    const made = world(fresh, { deployment: named(first), ...(config ? { config } : {}) });
+    for (const [i, name] of names.entries()) {
+      made.desired.set(withDatabase.id, {
+        kind: 'present',
+        deployment: named(name),
+        target: fresh,
+        fingerprint: `f${i}`,
+      });
+      expect((await made.reconcile()).result, name).toMatch(/^(done|requeue)$/);
+      await made.cluster.create(claimOf(name, i + 1));
+    }
+    return made;
+  }
+  const claims = (cluster: MemoryCluster) => cluster.names('PersistentVolumeClaim');
+  const credentials = (cluster: MemoryCluster) =>
+    cluster.names('Secret').filter((name) => name.endsWith('-db-credentials'));
+
+  it('keeps the current name’s volume and one earlier name’s after four renames: the oldest go, claims with their credentials', async () => {
+    const { cluster, reconcile } = await renamed(['shop-1', 'shop-2', 'shop-3', 'shop-4', 'shop-5']);
+    // The fifth name's claim was made after its reconcile: the next full look sees it too.
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(claims(cluster)).toEqual([
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-4-db-0`,
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-5-db-0`,
+    ]);
+    expect(credentials(cluster)).toEqual([
+      `Secret/${NAMESPACE}/shop-4-db-credentials`,
+      `Secret/${NAMESPACE}/shop-5-db-credentials`,
+    ]);
+    // Deleted by uid, as prune does.
+    const deletes = cluster.calls.filter((c) => c.verb === 'delete' && c.kind === 'PersistentVolumeClaim');
+    expect(deletes).toHaveLength(3);
+  });
+
+  it('frees an earlier name for another tenant once its volume is gone', async () => {
+    const { cluster, reconciler, desired } = await renamed(['shop', 'shop-2', 'shop-3']);
+    expect(claims(cluster)).toEqual([
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-2-db-0`,
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-3-db-0`,
+    ]);
+    const other: Deployment = { ...named('shop'), id: OTHER_DEPLOYMENT };
+    desired.set(other.id, { kind: 'present', deployment: other, target: fresh, fingerprint: 'o1' });
+    expect((await reconciler.reconcile(other.id)).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toContain(`StatefulSet/${NAMESPACE}/shop-db`);
+  });
+
+  it.each([
+    [{ keptVolumesPerDeployment: 2 }, ['shop-2', 'shop-3', 'shop-4']],
+    [{ keptVolumesPerDeployment: 0 }, ['shop-4']],
+    [{ keepDatabaseVolumes: false, keptVolumesPerDeployment: 3 }, ['shop-4']],
+  ])('keeps as reconcile.prune says (%j)', async (prune, left) => {
+    const { cluster } = await renamed(
+      ['shop-1', 'shop-2', 'shop-3', 'shop-4'],
+      ReconcileConfig.parse({ prune }),
+    );
+    // The last name's claim came after its reconcile: the earlier ones were judged then.
+    expect(claims(cluster)).toEqual(
+      left.map((name) => `PersistentVolumeClaim/${NAMESPACE}/data-${name}-db-0`),
+    );
+    expect(credentials(cluster)).toEqual(left.map((name) => `Secret/${NAMESPACE}/${name}-db-credentials`));
+  });
+
+  it('never touches the volume of another deployment, or of another listener', async () => {
+    const made = world(fresh, { deployment: named('shop-1') });
+    await made.cluster.create(claimOf('shop-0', 1, OTHER_DEPLOYMENT));
+    const elsewhere = claimOf('shop-9', 1);
+    await made.cluster.create({
+      ...elsewhere,
+      metadata: {
+        ...elsewhere.metadata,
+        labels: { ...elsewhere.metadata.labels, [LABEL_LISTENER_ID]: OTHER_LISTENER },
+      },
+    });
+    for (const [i, name] of ['shop-1', 'shop-2', 'shop-3'].entries()) {
+      made.desired.set(withDatabase.id, {
+        kind: 'present',
+        deployment: named(name),
+        target: fresh,
+        fingerprint: `f${i}`,
+      });
+      expect((await made.reconcile()).result).toMatch(/^(done|requeue)$/);
+      await made.cluster.create(claimOf(name, i + 2));
+    }
+    expect(claims(made.cluster)).toEqual([
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-0-db-0`,
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-2-db-0`,
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-3-db-0`,
+      `PersistentVolumeClaim/${NAMESPACE}/data-shop-9-db-0`,
+    ]);
   });
 });
 

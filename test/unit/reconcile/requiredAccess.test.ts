@@ -48,7 +48,7 @@ describe('the permissions check asks for', () => {
     ['', 'secrets', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
     ['', 'podtemplates', ['get', 'list', 'watch', 'patch', 'delete']],
     ['', 'configmaps', ['get', 'list', 'watch', 'patch', 'delete']],
-    ['', 'persistentvolumeclaims', ['get', 'list', 'watch']],
+    ['', 'persistentvolumeclaims', ['get', 'list', 'watch', 'delete']],
     ['', 'pods', ['list', 'watch']],
     ['events.k8s.io', 'events', ['create', 'patch']],
   ])('%s %s: %j', (group, resource, verbs) => {
@@ -112,11 +112,12 @@ describe('the permissions check asks for', () => {
     ]);
   });
 
-  it('asks to delete volumes only when they are not kept', () => {
+  it('asks to delete volumes whether or not they are kept: a rename past the kept ones deletes the oldest', () => {
     const dropping = ReconcileConfig.parse({ prune: { keepDatabaseVolumes: false } });
-    expect(
-      verbsOf(namespaceAccess({ render: goldenConfig, reconcile: dropping }), '', 'persistentvolumeclaims'),
-    ).toEqual(['get', 'list', 'watch', 'delete']);
+    for (const config of [dropping, reconcile])
+      expect(
+        verbsOf(namespaceAccess({ render: goldenConfig, reconcile: config }), '', 'persistentvolumeclaims'),
+      ).toEqual(['get', 'list', 'watch', 'delete']);
   });
 
   it('asks to create any Lease and to get and update its own, only with leader election', () => {
