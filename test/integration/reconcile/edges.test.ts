@@ -284,7 +284,8 @@ describe('the reconciler at the edges', () => {
       );
     const refusal = (outcome: ReconcileOutcome) => {
       expect(outcome.result).toBe('retry');
-      const error = outcome.result === 'retry' ? (outcome.error as { reason?: string; message?: string }) : {};
+      const error =
+        outcome.result === 'retry' ? (outcome.error as { reason?: string; message?: string }) : {};
       expect(error.reason).toBe('HostTaken');
       return error.message ?? '';
     };
