@@ -6,7 +6,9 @@
 // that name for every other tenant, for as long as the deployment lives. Pure: the pruner lists
 // and deletes.
 import type { LiveKubeObject } from '../kube/index.ts';
+import type { KubeObject } from '../objects/kubeObject.ts';
 import { LABEL_INSTANCE } from '../objects/ownership.ts';
+import type { ReconcileConfig } from './reconcileConfig.ts';
 
 /** The volume of one name in one namespace: its claims and their credentials, kept or deleted together. */
 export interface NamedVolume {
@@ -26,11 +28,13 @@ export function volumeKey(namespace: string, name: string): string {
 
 /**
  * A deployment's volume objects (pruner.ts databaseVolumes), by the name they were made under. An
- * object without an instance label is a volume of its own.
+ * object without an instance label is a volume of its own; one being deleted (a claim waits for
+ * its pod to go) is no longer held.
  */
 export function volumesByName(objects: readonly LiveKubeObject[]): NamedVolume[] {
   const byKey = new Map<string, { namespace: string; name: string; objects: LiveKubeObject[] }>();
   for (const object of objects) {
+    if (object.metadata.deletionTimestamp !== undefined) continue;
     const namespace = object.metadata.namespace ?? '';
     const name = object.metadata.labels[LABEL_INSTANCE] ?? `${object.kind}/${object.metadata.name}`;
     const key = volumeKey(namespace, name);
@@ -63,4 +67,23 @@ export function volumesPastKept(
     .filter((v) => !current.has(volumeKey(v.namespace, v.name)))
     .sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
   return earlier.slice(0, Math.max(0, earlier.length - kept));
+}
+
+/** The volumes of the names a render makes (volumeKey): its objects' instance label, in its namespace. */
+export function renderedVolumeNames(namespace: string, objects: readonly KubeObject[]): Set<string> {
+  return new Set(objects.flatMap((o) => volumeNameOf(namespace, o) ?? []));
+}
+
+/** The volume an object belongs to, by the name it was made under; none without an instance label. */
+export function volumeNameOf(
+  namespace: string,
+  object: { readonly metadata: { readonly labels: Readonly<Record<string, string>> } },
+): string | undefined {
+  const name = object.metadata.labels[LABEL_INSTANCE];
+  return name === undefined ? undefined : volumeKey(namespace, name);
+}
+
+/** How many earlier names' volumes a deployment keeps: none when volumes are not kept. */
+export function keptVolumeCount(prune: ReconcileConfig['prune']): number {
+  return prune.keepDatabaseVolumes ? prune.keptVolumesPerDeployment : 0;
 }

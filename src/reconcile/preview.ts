@@ -13,9 +13,10 @@ import { type KubeObject, type RenderConfig, type RenderProblem, renderDeploymen
 import { describeWrite, takenBy, whyWrite } from './applier.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { keptVolumeCount, renderedVolumeNames } from './keptVolumes.ts';
 import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
-import { databaseVolumes, isPruned } from './pruner.ts';
+import { databaseVolumes, earlierVolumesPastKept, isPruned } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget } from './target.ts';
 
@@ -184,9 +185,10 @@ async function presentPreview(
     }
     const placed = inventories.get(deployment.id);
     const previous = placed.flatMap((p) => p.inventory.entries);
-    for (const stale of staleEntries(previous, entriesOf(objects))) {
+    const stale = staleEntries(previous, entriesOf(objects));
+    for (const entry of stale) {
       // A database dropped keeps its volume, and its credentials, while the deployment lives.
-      const live = await ownedLive(options, stale, deployment.id, { keepVolumes: true });
+      const live = await ownedLive(options, entry, deployment.id, { keepVolumes: true });
       if (live) changes.push(pruneChange(live));
     }
     // An inventory left in a namespace the deployment moved away from goes too.
@@ -196,6 +198,18 @@ async function presentPreview(
         keepVolumes: true,
       });
       if (record) changes.push(pruneChange(record));
+    }
+    // A rename's earlier names' volumes past the kept ones, as the reconciler judges at a rename
+    // (it also judges when its watch cache shows them, which `diff` does not hold).
+    const elsewhere = placed.map((p) => p.namespace).filter((n) => n !== namespace);
+    if (stale.length > 0 || elsewhere.length > 0) {
+      const where = {
+        namespaces: [namespace, ...elsewhere, ...options.namespaces],
+        current: renderedVolumeNames(namespace, objects),
+        kept: keptVolumeCount(options.reconcileConfig.prune),
+      };
+      const past = await earlierVolumesPastKept(kube, options.listener.id, deployment.id, where, signal);
+      for (const volume of past) changes.push(...volume.objects.map(pruneChange));
     }
   } catch (error) {
     if (error instanceof KubeApiError) return { ...base, state: 'failed', message: error.message };

@@ -86,22 +86,17 @@ export class Pruner {
    */
   async pruneEarlierVolumes(
     deploymentId: string,
-    where: {
-      readonly namespaces: readonly string[];
-      /** The volumes of the names rendered now (volumeKey): never deleted here. */
-      readonly current: ReadonlySet<string>;
-      readonly kept: number;
-    },
+    where: EarlierVolumes,
     log: Logger,
     signal?: AbortSignal,
   ): Promise<NamedVolume[]> {
-    const listenerId = this.#o.listener().id;
-    const listed = await Promise.all(
-      [...new Set(where.namespaces)].map((namespace) =>
-        databaseVolumes(this.#o.kube, namespace, listenerId, deploymentId, signal),
-      ),
+    const past = await earlierVolumesPastKept(
+      this.#o.kube,
+      this.#o.listener().id,
+      deploymentId,
+      where,
+      signal,
     );
-    const past = volumesPastKept(volumesByName(listed.flat()), where.current, where.kept);
     for (const volume of past) {
       log.warn(
         { volume: `${volume.namespace}/${volume.name}`, kept: where.kept },
@@ -145,4 +140,28 @@ export async function databaseVolumes(
     kube.list('Secret', { namespace, labelSelector, signal }),
   ]);
   return [...claims, ...secrets.filter(isDatabaseCredentials)];
+}
+
+/** Where a deployment's earlier names' volumes are looked for, and what it keeps. */
+export interface EarlierVolumes {
+  readonly namespaces: readonly string[];
+  /** The volumes of the names rendered now (keptVolumes.ts volumeKey): never deleted. */
+  readonly current: ReadonlySet<string>;
+  readonly kept: number;
+}
+
+/** The deployment's earlier names' volumes past the kept ones, read from the API server: `run` and `diff` alike. */
+export async function earlierVolumesPastKept(
+  kube: KubeReader,
+  listenerId: string,
+  deploymentId: string,
+  where: EarlierVolumes,
+  signal: AbortSignal | undefined,
+): Promise<NamedVolume[]> {
+  const listed = await Promise.all(
+    [...new Set(where.namespaces)].map((namespace) =>
+      databaseVolumes(kube, namespace, listenerId, deploymentId, signal),
+    ),
+  );
+  return volumesPastKept(volumesByName(listed.flat()), where.current, where.kept);
 }

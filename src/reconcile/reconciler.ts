@@ -7,7 +7,7 @@ import type { Deployment, Listener, Revision } from '../controlplane/schemas/ind
 import { type EventRecorder, isAborted, isNamespaceUnavailable, type LiveKubeObject } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { WORKLOAD_KINDS } from '../objects/kinds.ts';
-import { LABEL_COMPONENT, LABEL_INSTANCE } from '../objects/ownership.ts';
+import { LABEL_COMPONENT } from '../objects/ownership.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import {
   type KubeObject,
@@ -35,7 +35,7 @@ import {
   staleEntries,
 } from './inventory.ts';
 import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
-import { volumeKey } from './keptVolumes.ts';
+import { keptVolumeCount, renderedVolumeNames, volumeNameOf } from './keptVolumes.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
 import {
@@ -285,7 +285,7 @@ export class Reconciler {
       await this.#pruner.prune(entry, deploymentId, logIn, { keepVolumes: true, signal });
     // A rename (or a move) leaves its volumes behind: past the bound, the oldest go. Before the
     // new inventory is recorded, so that a reconcile cut short here looks again.
-    const named = new Set(objects.flatMap((o) => volumeNameOf(namespace, o) ?? []));
+    const named = renderedVolumeNames(namespace, objects);
     if (
       stale.length > 0 ||
       elsewhere.length > 0 ||
@@ -657,8 +657,7 @@ export class Reconciler {
 
   /** The earlier names' volumes a deployment keeps: none when volumes are not kept. */
   #keptVolumes(): number {
-    const { prune } = this.#o.config;
-    return prune.keepDatabaseVolumes ? prune.keptVolumesPerDeployment : 0;
+    return keptVolumeCount(this.#o.config.prune);
   }
 
   /** The listener's namespaces this agent may use: where a deployment's earlier volumes may be. */
@@ -715,12 +714,6 @@ function mainWorkload(live: ReadonlyMap<string, LiveKubeObject>): LiveKubeObject
   return [...live.values()].find(
     (o) => o.kind === 'Deployment' && o.metadata.labels[LABEL_COMPONENT] === 'main',
   );
-}
-
-/** The volume an object belongs to, by the name it was made under (keptVolumes.ts volumeKey). */
-function volumeNameOf(namespace: string, object: KubeObject): string | undefined {
-  const name = object.metadata.labels[LABEL_INSTANCE];
-  return name === undefined ? undefined : volumeKey(namespace, name);
 }
 
 function revisionOf(entry: PresentEntry): string | undefined {

@@ -2,14 +2,17 @@
 // (docs/design.md, "Database volumes are kept"): each name's StatefulSet makes its own claim
 // (`data-<name>-db-0`); four renames leave the claims and credentials of the current name and of
 // at most `reconcile.prune.keptVolumesPerDeployment` (1) earlier one, the oldest deleted, and the
-// names freed for another deployment.
+// names freed for another deployment; `diff` shows what `run` deletes.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
+import { previewListener } from '../../../src/reconcile/preview.ts';
+import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { chooseTarget } from '../../../src/reconcile/target.ts';
+import { RenderConfig } from '../../../src/render/index.ts';
 import { eventually } from '../../support/adminKube.ts';
-import { app } from '../../support/agentHarness.ts';
+import { app, FAST_RECONCILE } from '../../support/agentHarness.ts';
 import { soloReconciler, soloWorld } from '../../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
@@ -66,9 +69,41 @@ describe("a renamed deployment's database volumes", () => {
       'Secret/shop-5-db-credentials',
     ]);
 
+    // `diff` decides as `run` does. The control plane still names it shop-1 (the renames above
+    // were the reconciler's desired state alone): back to shop-1, whose volume went, the earlier
+    // names are shop-4 and shop-5, and the older goes.
+    const previewed = (
+      await previewListener(
+        {
+          kube,
+          client: world.client,
+          listener,
+          namespaces: [namespace],
+          allowedNamespaces: undefined,
+          renderConfig: RenderConfig.parse({}),
+          reconcileConfig: ReconcileConfig.parse(FAST_RECONCILE),
+        },
+        created.id,
+      )
+    ).deployments[0];
+    const volumePrunes =
+      previewed && 'changes' in previewed
+        ? previewed.changes
+            .filter((c) => c.action === 'prune' && /^(PersistentVolumeClaim|Secret)$/.test(c.ref.kind))
+            .map((c) => `${c.ref.kind}/${c.ref.name}`)
+            .sort()
+        : [];
+    expect(volumePrunes).toEqual(['PersistentVolumeClaim/data-shop-4-db-0', 'Secret/shop-4-db-credentials']);
+    desired.set(created.id, { kind: 'present', deployment: created, target, fingerprint: 'back' });
+    expect((await reconciler.reconcile(created.id)).result).toMatch(/^(done|requeue)$/);
+    expect((await held()).filter((name) => name.includes('shop-4'))).toEqual([]);
+    expect(await held()).toEqual(
+      expect.arrayContaining(['PersistentVolumeClaim/data-shop-5-db-0', 'Secret/shop-5-db-credentials']),
+    );
+
     // A freed name is another deployment's to take: its StatefulSet binds a claim of its own.
     const other = await world.client.createDeployment(
-      app(world, 'shop-1', namespace, {
+      app(world, 'shop-2', namespace, {
         source_config: {
           listener_id: listener.id,
           listener_config: { k8s_namespace: namespace },
@@ -79,10 +114,10 @@ describe("a renamed deployment's database volumes", () => {
     const otherTarget = chooseTarget(other, (await world.client.listAllRevisions(other.id)).items);
     // The earlier claim is gone once its pod is (the claim's protection finalizer).
     await eventually(
-      'the earliest claim gone',
+      'the freed claim gone',
       async () =>
         (await kube.list('PersistentVolumeClaim', { namespace })).some(
-          (c) => c.metadata.name === 'data-shop-1-db-0',
+          (c) => c.metadata.name === 'data-shop-2-db-0',
         )
           ? undefined
           : true,

@@ -27,12 +27,19 @@ function live(
 }
 
 describe('volumesByName', () => {
-  it('groups claims and credentials by namespace and name, claims first, made when the first was', () => {
+  it('groups claims and credentials by namespace and name, claims first, made when the first was; one being deleted is not held', () => {
     const volumes = volumesByName([
       live('Secret', 'a-db-credentials', 'a', '2026-01-02T00:00:00Z'),
       live('PersistentVolumeClaim', 'data-a-db-0', 'a', '2026-01-03T00:00:00Z'),
       live('PersistentVolumeClaim', 'data-a-db-0', 'a', '2026-01-01T00:00:00Z', 'other'),
       live('PersistentVolumeClaim', 'loose', undefined),
+      {
+        ...live('PersistentVolumeClaim', 'data-gone-db-0', 'gone'),
+        metadata: {
+          ...live('PersistentVolumeClaim', 'data-gone-db-0', 'gone').metadata,
+          deletionTimestamp: '2026-01-05T00:00:00Z',
+        },
+      },
     ]);
     expect(volumes.map((v) => [v.namespace, v.name, v.objects.map((o) => o.kind), v.createdAt])).toEqual([
       ['apps', 'a', ['PersistentVolumeClaim', 'Secret'], '2026-01-02T00:00:00Z'],
