@@ -349,7 +349,7 @@ describe("a deleted deployment's kept database volume", () => {
       60_000,
     );
     expect(lastMessage(second.id)).toContain(
-      `StatefulSet/shop-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-shop-db-0, which exists and belongs to deployment ${first.id}: delete it, or label it ${LABEL_DEPLOYMENT_ID}=${second.id}`,
+      `StatefulSet/shop-db spec.volumeClaimTemplates[0](data) would bind PersistentVolumeClaim/data-shop-db-0, which exists and belongs to deployment ${first.id}: ${KEPT_VOLUME_DECISION}`,
     );
     expect(sets.items.map((set) => set.metadata?.name)).not.toContain('shop-db');
 

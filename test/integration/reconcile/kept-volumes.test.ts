@@ -89,7 +89,11 @@ describe("a renamed deployment's database volumes", () => {
     const volumePrunes =
       previewed && 'changes' in previewed
         ? previewed.changes
-            .filter((c) => c.action === 'prune' && /^(PersistentVolumeClaim|Secret)$/.test(c.ref.kind))
+            .filter(
+              (c) =>
+                c.action === 'prune' &&
+                (c.ref.kind === 'PersistentVolumeClaim' || c.ref.name.endsWith('-db-credentials')),
+            )
             .map((c) => `${c.ref.kind}/${c.ref.name}`)
             .sort()
         : [];
