@@ -692,6 +692,16 @@ describe('the volumes of a renamed deployment (in memory)', () => {
     expect(credentials(cluster)).toEqual(left.map((name) => `Secret/${NAMESPACE}/${name}-db-credentials`));
   });
 
+  it('finishes a rename cut short at the next full reconcile, from the claims its watch cache holds', async () => {
+    // Earlier names' claims left (a reconcile stopped after its prune), nothing stale any more.
+    const cache = syncedCache();
+    const made = world(fresh, { deployment: named('shop-4'), cache });
+    for (const [i, name] of ['shop-1', 'shop-2', 'shop-3'].entries())
+      cache.observe({ type: 'ADDED', object: await made.cluster.create(claimOf(name, i + 1)) });
+    expect((await made.reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(claims(made.cluster)).toEqual([`PersistentVolumeClaim/${NAMESPACE}/data-shop-3-db-0`]);
+  });
+
   it('never touches the volume of another deployment, or of another listener', async () => {
     const made = world(fresh, { deployment: named('shop-1') });
     await made.cluster.create(claimOf('shop-0', 1, OTHER_DEPLOYMENT));
