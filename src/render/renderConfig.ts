@@ -674,7 +674,9 @@ export const RenderConfig = z
         annotations: z
           .record(z.string(), z.string())
           .default({})
-          .describe('Annotations of every rendered Ingress.'),
+          .describe(
+            'Annotations of every rendered Ingress, kept as rendered: one removed or changed by hand is written back at the next look.',
+          ),
         tlsSecretName: z.string().optional().describe('TLS Secret of every rendered Ingress.'),
         allowedHostSuffixes: z
           .array(z.string().min(1))
@@ -696,7 +698,9 @@ export const RenderConfig = z
         annotations: z
           .record(z.string(), z.string())
           .default({})
-          .describe('Annotations of every rendered HTTPRoute.'),
+          .describe(
+            'Annotations of every rendered HTTPRoute, kept as rendered: one removed or changed by hand is written back at the next look.',
+          ),
         rewritePathPrefix: z
           .boolean()
           .default(true)
