@@ -22,7 +22,7 @@ import { suspensionsRef } from '../reconcile/suspensions.ts';
 import { OBSERVED_KINDS, OWNED_LISTED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
 import { WorkQueue } from '../reconcile/workQueue.ts';
 import type { RenderConfig } from '../render/index.ts';
-import { ownedAnnotations } from '../render/ownedAnnotations.ts';
+import { configuredAnnotations, ownedAnnotations } from '../render/ownedAnnotations.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
@@ -221,7 +221,7 @@ export class LeaderSession {
       bodylessKinds: ['ConfigMap'],
       // What the spec view covers: every annotation the agent writes, and no other.
       keptAnnotations: ownedAnnotations(this.#o.render),
-      sharedAnnotations: SHARED_ANNOTATIONS,
+      sharedAnnotations: [...SHARED_ANNOTATIONS, ...configuredAnnotations(this.#o.render)],
     });
     const inventories = new InventoryStore(
       kube,

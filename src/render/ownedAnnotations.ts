@@ -8,12 +8,22 @@ import { isAgentAnnotation } from '../objects/ownership.ts';
 import { KEDA_HPA_EXCLUDED_LABELS } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
+/**
+ * The annotations the configuration has the agent write beside its own, each with one value on
+ * every object that carries it: the watch cache holds one copy of each value.
+ */
+export function configuredAnnotations(config: RenderConfig): readonly string[] {
+  return [
+    ...new Set([
+      ...Object.keys(config.ingress.annotations),
+      ...Object.keys(config.gateway.annotations),
+      KEDA_HPA_EXCLUDED_LABELS,
+    ]),
+  ];
+}
+
 /** Whether an annotation key is one the agent writes on some object's metadata under `config`. */
 export function ownedAnnotations(config: RenderConfig): (key: string) => boolean {
-  const configured = new Set([
-    ...Object.keys(config.ingress.annotations),
-    ...Object.keys(config.gateway.annotations),
-    KEDA_HPA_EXCLUDED_LABELS,
-  ]);
+  const configured = new Set(configuredAnnotations(config));
   return (key) => isAgentAnnotation(key) || configured.has(key);
 }
