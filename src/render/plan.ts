@@ -592,7 +592,8 @@ function metadataKeyRefusal(
   const denied = deny.find(matches);
   if (denied !== undefined)
     return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is refused by render.policy.${setting}.deny (${denied}): it changes what the cluster does to the pod`;
-  // Kubernetes leaves a key without a prefix to the pod's owner: no component acts on one.
+  // Kubernetes leaves a key without a prefix to the pod's owner: components act on keys under
+  // their own prefix (`deny`, checked above, holds the exceptions known).
   if (allowUnprefixed && !key.includes('/')) return undefined;
   if (!allow.some(matches))
     return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is not allowed by render.policy.${setting}.allow (${allow.join(', ') || 'none'})`;

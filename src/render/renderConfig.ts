@@ -31,8 +31,9 @@ const OK_LIVENESS = {
  * attached to, whether a mesh proxy (and its mTLS and policies) sees its traffic, which credentials
  * or identity a webhook or node agent gives it, what code an operator injects into it, whether the
  * platform's autoscalers may drain its node, what the platform's agents run or collect for it. A
- * deployment that sets one steps around what the platform team runs. The allow-lists take none of
- * these by default; the deny list keeps them refused on a platform that widens an allow-list.
+ * deployment that sets one steps around what the platform team runs. The default allow-lists take
+ * none of these but the unprefixed `aadpodidbinding`; the deny list refuses them all, on a
+ * platform that widens an allow-list too.
  */
 export const CLUSTER_BEHAVIOUR_KEYS = [
   // Network attachment: interfaces and addresses no NetworkPolicy covers.
