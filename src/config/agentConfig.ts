@@ -165,6 +165,10 @@ export const REPLACED_KEYS: Readonly<Record<string, { readonly key: string; read
     key: 'render.database.uriEnvs',
     note: 'a list of names, each given the connection string',
   },
+  'render.scheduling.byDeploymentType': {
+    key: 'render.scheduling.byNamespace',
+    note: "by namespace: byNamespace.<namespace>.byDeploymentType.<type>, so that a deployment's type selects only among the placements the platform gives its namespace",
+  },
 };
 
 export class ConfigError extends Error {

@@ -53,8 +53,9 @@ export interface ObjectCacheOptions {
    */
   readonly bodylessKinds?: readonly string[];
   /**
-   * The annotations anyone reads of a cached object (the agent's own); the others (a controller's
-   * revision counter, a claim's binding notes) are not held. Absent: every annotation is kept.
+   * The annotations anyone reads of a cached object (those the agent writes, which its spec view
+   * covers); the others (a controller's revision counter, a claim's binding notes) are not held.
+   * Absent: every annotation is kept.
    */
   readonly keptAnnotations?: (key: string) => boolean;
   /**

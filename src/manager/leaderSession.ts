@@ -6,7 +6,6 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import { EventRecorder, type KubeClient, ListGate, OwnedObjectWatcher } from '../kube/index.ts';
 import { ObjectCache } from '../kube/objectCache.ts';
 import {
-  isAgentAnnotation,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
@@ -23,6 +22,7 @@ import { suspensionsRef } from '../reconcile/suspensions.ts';
 import { OBSERVED_KINDS, OWNED_LISTED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
 import { WorkQueue } from '../reconcile/workQueue.ts';
 import type { RenderConfig } from '../render/index.ts';
+import { configuredAnnotations, ownedAnnotations } from '../render/ownedAnnotations.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
@@ -219,8 +219,9 @@ export class LeaderSession {
       detailedConditions: DETAILED_CONDITIONS,
       // The inventories: their store holds what they record; the cache, who owns them.
       bodylessKinds: ['ConfigMap'],
-      keptAnnotations: isAgentAnnotation,
-      sharedAnnotations: SHARED_ANNOTATIONS,
+      // What the spec view covers: every annotation the agent writes, and no other.
+      keptAnnotations: ownedAnnotations(this.#o.render),
+      sharedAnnotations: [...SHARED_ANNOTATIONS, ...configuredAnnotations(this.#o.render)],
     });
     const inventories = new InventoryStore(
       kube,

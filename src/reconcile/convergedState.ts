@@ -4,11 +4,10 @@
 // each owned object's spec view: everything but its status). While both still hold, nothing is
 // there to apply: a status change, a rollout recheck or a resync reads the rollout from the
 // cache and reports it. Anything else (a new revision or listener, a hand edit of an object's
-// spec, labels or the agent's annotations, an object deleted or replaced) fails the test and
-// takes the full path. Pure.
+// spec, labels or of any annotation the agent writes, an object deleted or replaced) fails the
+// test and takes the full path. Pure.
 import { createHash } from 'node:crypto';
 import type { LiveKubeObject } from '../kube/index.ts';
-import { isAgentAnnotation } from '../objects/ownership.ts';
 import type { InventoryEntry } from './inventory.ts';
 
 /**
@@ -44,12 +43,17 @@ export interface ConvergedState {
 
 /**
  * What of a live object a change of its spec or metadata moves and a change of its status does
- * not: its identity, its generation (or resourceVersion, above), its labels, the agent's
- * annotations (the only ones held by the watch cache; others' moving annotations, such as a
- * Deployment's revision counter, are left out so that a read and the cache agree), and whether
- * it is being deleted.
+ * not: its identity, its generation (or resourceVersion, above), its labels, the annotations the
+ * agent writes (`owned`: render/ownedAnnotations, the ones the watch cache holds; others' moving
+ * annotations, such as a Deployment's revision counter, are left out so that a read and the cache
+ * agree), and whether it is being deleted. An annotation edit moves no generation: without its
+ * key here, an ingress controller's annotation removed by hand would never be written back.
  */
-export function specView(kind: string, live: LiveKubeObject | undefined): string {
+export function specView(
+  kind: string,
+  live: LiveKubeObject | undefined,
+  owned: (annotation: string) => boolean,
+): string {
   if (!live) return 'absent';
   const { uid, generation, resourceVersion, labels, annotations, deletionTimestamp } = live.metadata;
   const version =
@@ -59,8 +63,7 @@ export function specView(kind: string, live: LiveKubeObject | undefined): string
   let view = `${uid}\u0000${version}\u0000${deletionTimestamp !== undefined}`;
   for (const key in labels) view += `\u0000l${key}=${labels[key]}`;
   // Label values are a closed alphabet; an annotation's value is any text, quoted.
-  for (const key in annotations)
-    if (isAgentAnnotation(key)) view += `\u0000a${key}=${JSON.stringify(annotations[key])}`;
+  for (const key in annotations) if (owned(key)) view += `\u0000a${key}=${JSON.stringify(annotations[key])}`;
   return view;
 }
 
@@ -68,8 +71,9 @@ export function specView(kind: string, live: LiveKubeObject | undefined): string
 export function ownedDigest(
   entries: readonly InventoryEntry[],
   live: (entry: InventoryEntry) => LiveKubeObject | undefined,
+  owned: (annotation: string) => boolean,
 ): string {
   const hash = createHash('sha256');
-  for (const entry of entries) hash.update(specView(entry.kind, live(entry))).update('\n');
+  for (const entry of entries) hash.update(specView(entry.kind, live(entry), owned)).update('\n');
   return hash.digest('base64');
 }

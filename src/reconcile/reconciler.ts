@@ -15,6 +15,7 @@ import {
   type RenderedDeployment,
   renderDeployment,
 } from '../render/index.ts';
+import { ownedAnnotations } from '../render/ownedAnnotations.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
@@ -118,9 +119,12 @@ export class Reconciler {
   readonly #inputHashes = new WeakMap<Deployment, { revision: Revision | undefined; hash: string }>();
   /** The report step: control plane, Events, status annotation, metrics. */
   readonly #report: DeploymentReport;
+  /** The annotations the agent writes, which the spec view covers (render/ownedAnnotations). */
+  readonly #ownedAnnotations: (key: string) => boolean;
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
+    this.#ownedAnnotations = ownedAnnotations(options.renderConfig);
     this.#log = options.logger.child({ component: 'reconciler' });
     const { kube, cache, metrics, events, inventories, listener } = options;
     this.#applier = new Applier({ kube, cache, metrics, events, inventories });
@@ -314,7 +318,7 @@ export class Reconciler {
     this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true, served });
     this.#converged.set(deploymentId, {
       input,
-      owned: ownedDigest(next.entries, (e) => live.get(entryId(e))),
+      owned: ownedDigest(next.entries, (e) => live.get(entryId(e)), this.#ownedAnnotations),
       namespace,
       revisionId,
       entries: next.entries,
@@ -336,7 +340,8 @@ export class Reconciler {
   ): Promise<ReconcileOutcome | undefined> {
     const { entries, namespace, revisionId, notes } = converged;
     const live = await this.#readLive(entries, signal);
-    if (ownedDigest(entries, (e) => live.get(entryId(e))) !== converged.owned) return undefined;
+    if (ownedDigest(entries, (e) => live.get(entryId(e)), this.#ownedAnnotations) !== converged.owned)
+      return undefined;
     this.#o.metrics.reconcilePaths.inc({ path: 'status' });
     const status = await this.#reportRollout(
       { deploymentId, revisionId, namespace, objects: [...live.values()], live, notes, justApplied: false },

@@ -576,9 +576,10 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
 }
 
 /**
- * Why the platform refuses a pod annotation or label key, or undefined: it must match an allow
- * pattern and no deny pattern of `render.policy.podAnnotations` / `podLabels`. Case is ignored, so
- * that a key spelt otherwise than its webhook reads it is refused all the same.
+ * Why the platform refuses a pod annotation or label key, or undefined: it must be unprefixed (when
+ * `allowUnprefixed`) or match an allow pattern, and match no deny pattern of
+ * `render.policy.podAnnotations` / `podLabels`. Case is ignored, so that a key spelt otherwise
+ * than its webhook reads it is refused all the same.
  */
 function metadataKeyRefusal(
   key: string,
@@ -586,11 +587,14 @@ function metadataKeyRefusal(
   config: RenderConfig,
 ): string | undefined {
   const setting = kind === 'labels' ? 'podLabels' : 'podAnnotations';
-  const { allow, deny } = config.policy[setting];
+  const { allowUnprefixed, allow, deny } = config.policy[setting];
   const matches = (pattern: string) => matchesPattern(key.toLowerCase(), pattern.toLowerCase());
   const denied = deny.find(matches);
   if (denied !== undefined)
     return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is refused by render.policy.${setting}.deny (${denied}): it changes what the cluster does to the pod`;
+  // Kubernetes leaves a key without a prefix to the pod's owner: components act on keys under
+  // their own prefix (`deny`, checked above, holds the exceptions known).
+  if (allowUnprefixed && !key.includes('/')) return undefined;
   if (!allow.some(matches))
     return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is not allowed by render.policy.${setting}.allow (${allow.join(', ') || 'none'})`;
   return undefined;

@@ -29,7 +29,11 @@ const OK_LIVENESS = {
 /**
  * Pod annotation and label keys by which the cluster, not the pod, changes: which networks it is
  * attached to, whether a mesh proxy (and its mTLS and policies) sees its traffic, which credentials
- * a webhook injects. A deployment that sets one steps around what the platform team runs.
+ * or identity a webhook or node agent gives it, what code an operator injects into it, whether the
+ * platform's autoscalers may drain its node, what the platform's agents run or collect for it. A
+ * deployment that sets one steps around what the platform team runs. The default allow-lists take
+ * none of these but the unprefixed `aadpodidbinding`; the deny list refuses them all, on a
+ * platform that widens an allow-list too.
  */
 export const CLUSTER_BEHAVIOUR_KEYS = [
   // Network attachment: interfaces and addresses no NetworkPolicy covers.
@@ -40,6 +44,8 @@ export const CLUSTER_BEHAVIOUR_KEYS = [
   'ovn.kubernetes.io/*',
   'cilium.io/*',
   '*.cilium.io/*',
+  'networking.gke.io/*',
+  'vpc.amazonaws.com/*',
   // Service-mesh injection and traffic capture.
   'istio.io/*',
   '*.istio.io/*',
@@ -50,7 +56,8 @@ export const CLUSTER_BEHAVIOUR_KEYS = [
   '*.kuma.io/*',
   'openservicemesh.io/*',
   'appmesh.k8s.aws/*',
-  // Secret and identity injection.
+  'dapr.io/*',
+  // Secret and identity injection: a role, a workload identity or a secret store's credentials.
   'vault.hashicorp.com/*',
   'vault.security.banzaicloud.io/*',
   '*agent-inject*',
@@ -61,7 +68,29 @@ export const CLUSTER_BEHAVIOUR_KEYS = [
   'operator.1password.io/*',
   'conjur.org/*',
   'azure.workload.identity/*',
+  'aadpodidbinding',
+  'aadpodidentity.k8s.io/*',
+  'iam.amazonaws.com/*',
+  'eks.amazonaws.com/*',
+  'iam.gke.io/*',
+  'gke-gcsfuse/*',
+  'spiffe.io/*',
+  // Code and sidecars an operator injects.
+  'instrumentation.opentelemetry.io/*',
+  'sidecar.opentelemetry.io/*',
+  'sidecar.jaegertracing.io/*',
+  'admission.datadoghq.com/*',
+  // Node draining: whether the platform's autoscalers may evict the pod and remove its node.
+  'cluster-autoscaler.kubernetes.io/*',
+  'karpenter.sh/*',
+  // What the platform's node agents run or collect for the pod: checks, log parsing, exclusion.
+  'ad.datadoghq.com/*',
+  'fluentbit.io/*',
+  'co.elastic.logs/*',
 ];
+/** What the deny list of `render.policy.podAnnotations` refuses by default, for the reference. */
+const CLUSTER_BEHAVIOUR_TEXT =
+  "network attachments (Multus, Calico, OVN, Cilium, GKE multi-network, AWS security groups for pods: interfaces and addresses no NetworkPolicy covers); service-mesh and runtime sidecars and traffic capture (Istio, Linkerd, Consul, Kuma, Open Service Mesh, App Mesh: out of the mesh, its mTLS and its policies; Dapr: an app id is an identity in its mTLS and access policies); secret and identity injection (Vault, Bank-Vaults, Secrets Store CSI, any `agent-inject`, Akeyless, Doppler, Infisical, 1Password, Conjur; Azure workload identity and AAD Pod Identity, kube2iam and kiam `iam.amazonaws.com/role`, EKS `eks.amazonaws.com/*`, GKE `iam.gke.io/*` and its Cloud Storage FUSE sidecar, SPIRE `spiffe.io/spiffe-id`: a cloud role or workload identity of its choosing); code an operator injects (OpenTelemetry `instrumentation.opentelemetry.io/inject-*`, which may name another namespace's Instrumentation, and `sidecar.opentelemetry.io/inject`; Jaeger; Datadog admission); node draining (`cluster-autoscaler.kubernetes.io/safe-to-evict`, `karpenter.sh/do-not-disrupt`: a pod that pins its node against scale-down); what node agents run or collect for it (Datadog autodiscovery checks, Fluent Bit and Filebeat log parsing and exclusion)";
 /**
  * The runs that need a queue worker, in the LangGraph server's PostgreSQL: waiting, or being run
  * (a worker busy with a run is not idle capacity).
@@ -71,22 +100,33 @@ export const PENDING_RUNS_QUERY = "SELECT count(*) FROM run WHERE status IN ('pe
 /** The prefixes Kubernetes reserves for its own components, which platform policies select by. */
 const KUBERNETES_KEYS = ['kubernetes.io/*', '*.kubernetes.io/*', 'k8s.io/*', '*.k8s.io/*'];
 
-function podMetadataPolicy(what: 'annotation' | 'label', deny: readonly string[], denyDescription: string) {
+function podMetadataPolicy(options: {
+  readonly what: 'annotation' | 'label';
+  readonly unprefixed: string;
+  readonly allow: readonly string[];
+  readonly allowDescription: string;
+  readonly deny: readonly string[];
+  readonly denyDescription: string;
+}) {
+  const { what } = options;
   return z
     .strictObject({
+      allowUnprefixed: z.boolean().default(true).describe(options.unprefixed),
       allow: z
         .array(z.string().min(1))
-        .default(['*'])
+        .default([...options.allow])
         .describe(
-          `${what === 'label' ? 'Label' : 'Annotation'} keys a deployment may set on its pods (\`resource_spec.${what}s\`): a key is taken when it matches an \`allow\` pattern and no \`deny\` pattern (\`*\` is any run of characters; case is ignored); any other is refused, naming the key.`,
+          `Prefixed ${what} keys a deployment may set on its pods (\`resource_spec.${what}s\`), besides the unprefixed ones: a key is taken when it matches an \`allow\` pattern and no \`deny\` pattern (\`*\` is any run of characters, \`/\` included; case is ignored); any other is refused, naming the key. ${options.allowDescription}`,
         ),
       deny: z
         .array(z.string().min(1))
-        .default([...deny])
-        .describe(denyDescription),
+        .default([...options.deny])
+        .describe(options.denyDescription),
     })
     .prefault({})
-    .describe(`Pod ${what}s a deployment may set.`);
+    .describe(
+      `Pod ${what}s a deployment may set: by allow-list, so that a key the cluster acts on is taken only when the platform team says so.`,
+    );
 }
 
 type Json = Record<string, unknown>;
@@ -558,16 +598,27 @@ export const RenderConfig = z
           .describe(
             'Mount the token of a named ServiceAccount, and allow projected serviceAccountToken volumes. Off: no deployment gets a token.',
           ),
-        podAnnotations: podMetadataPolicy(
-          'annotation',
-          CLUSTER_BEHAVIOUR_KEYS,
-          'Annotation keys refused even when `allow` takes them. The default: the keys by which the cluster itself treats a pod otherwise — network attachments (Multus, Calico, OVN, Cilium: interfaces and addresses no NetworkPolicy covers), service-mesh injection and traffic capture (Istio, Linkerd, Consul, Kuma, Open Service Mesh, App Mesh: out of the mesh, its mTLS and its policies), secret and identity injection (Vault, Bank-Vaults, Secrets Store CSI, any `agent-inject`, Akeyless, Doppler, Infisical, 1Password, Conjur, Azure workload identity). Setting it replaces the whole list.',
-        ),
-        podLabels: podMetadataPolicy(
-          'label',
-          [...CLUSTER_BEHAVIOUR_KEYS, ...KUBERNETES_KEYS],
-          "Label keys refused even when `allow` takes them. The default: those of `podAnnotations.deny` (meshes and injectors read labels too), and the prefixes Kubernetes reserves for its own components (`kubernetes.io/`, `k8s.io/` and their subdomains), by which platform policies select pods. The agent's own labels are refused whatever this says. Setting it replaces the whole list.",
-        ),
+        podAnnotations: podMetadataPolicy({
+          what: 'annotation',
+          unprefixed:
+            "Take every annotation key without a prefix (`owner`, `runbook`, `team`). Kubernetes leaves unprefixed keys to the pod's owner: a component that acts on a pod reads keys under its own prefix. `deny` still applies. Off: only the keys `allow` takes.",
+          allow: ['kubectl.kubernetes.io/default-container'],
+          allowDescription:
+            "The default: `kubectl.kubernetes.io/default-container`, read by kubectl alone (the container `logs`, `exec` and `attach` pick when none is named): the cluster does nothing with it. Widen it only with families your cluster leaves harmless: a domain of your tenants' own (`apps.example.com/*`); `prometheus.io/*` where the platform's Prometheus may scrape tenant pods at the port and path they name (its load and series count then follow the tenants'); `*` for every key `deny` does not refuse.",
+          deny: CLUSTER_BEHAVIOUR_KEYS,
+          denyDescription: `Annotation keys refused even when \`allow\` takes them (or \`allowUnprefixed\`), so that widening \`allow\` keeps them out. The default: the keys by which the cluster itself treats a pod otherwise — ${CLUSTER_BEHAVIOUR_TEXT}. Setting it replaces the whole list.`,
+        }),
+        podLabels: podMetadataPolicy({
+          what: 'label',
+          unprefixed:
+            "Take every label key without a prefix (`team`, `tier`, `version`). Kubernetes leaves unprefixed keys to the pod's owner, and controllers select by keys under their own prefix; `deny` keeps the exception it knows (AAD Pod Identity's `aadpodidbinding`). A platform object that selects a tenant namespace's pods by an unprefixed label (a NetworkPolicy, a mesh's authorization policy, an EKS Fargate profile) would be satisfied by a deployment's own labels: add that key to `deny`. Off: only the keys `allow` takes.",
+          allow: [],
+          allowDescription:
+            "The default: none. A prefixed label is a controller's or a policy's to select pods by (a mesh, an identity webhook, an autoscaler). Widen it only with families your cluster leaves harmless, such as a domain of your tenants' own (`apps.example.com/*`).",
+          deny: [...CLUSTER_BEHAVIOUR_KEYS, ...KUBERNETES_KEYS],
+          denyDescription:
+            "Label keys refused even when `allow` takes them (or `allowUnprefixed`). The default: those of `podAnnotations.deny` (meshes, injectors and agents read labels too), and the prefixes Kubernetes reserves for its own components (`kubernetes.io/`, `k8s.io/` and their subdomains), by which platform policies select pods. The agent's own labels are refused whatever this says. Setting it replaces the whole list.",
+        }),
         csiDrivers: z
           .array(z.string().min(1))
           .default([])
@@ -624,7 +675,9 @@ export const RenderConfig = z
         annotations: z
           .record(z.string(), z.string())
           .default({})
-          .describe('Annotations of every rendered Ingress.'),
+          .describe(
+            'Annotations of every rendered Ingress, kept as rendered: one removed or changed by hand is written back at the next look.',
+          ),
         tlsSecretName: z.string().optional().describe('TLS Secret of every rendered Ingress.'),
         allowedHostSuffixes: z
           .array(z.string().min(1))
@@ -646,7 +699,9 @@ export const RenderConfig = z
         annotations: z
           .record(z.string(), z.string())
           .default({})
-          .describe('Annotations of every rendered HTTPRoute.'),
+          .describe(
+            'Annotations of every rendered HTTPRoute, kept as rendered: one removed or changed by hand is written back at the next look.',
+          ),
         rewritePathPrefix: z
           .boolean()
           .default(true)

@@ -1,7 +1,9 @@
 // Where the platform team puts a deployment's pods: node selector, tolerations, affinity, priority
-// class and topology spread, by deployment type and namespace, for the application workloads and,
-// apart, for the database and key-value store. Only the agent's configuration sets them: the
-// control plane's resource spec has no such fields, and a tenant never chooses nodes.
+// class and topology spread, by namespace (and, within a namespace, by deployment type), for the
+// application workloads and, apart, for the database and key-value store. Only the agent's
+// configuration sets them: the control plane's resource spec has no such fields, and a tenant
+// never chooses nodes. `deployment_type` is the tenant's word, so it selects only among the
+// placements the platform gives the deployment's namespace, never one of its own.
 import { z } from 'zod';
 import { isDnsLabel, isHostname, isLabelValue, isQualifiedKey } from './names.ts';
 
@@ -100,25 +102,32 @@ const Level = z
   .describe('What one level sets: `apps` and `stores`, each a placement as under `default`.');
 type Level = z.infer<typeof Level>;
 
+const DEPLOYMENT_TYPES = ['dev_free', 'dev', 'prod'] as const;
+type RenderedType = (typeof DEPLOYMENT_TYPES)[number];
+
+/** What one namespace sets: its own `apps` and `stores`, and, for some types, placements of theirs. */
+const NamespaceLevel = Level.extend({
+  byDeploymentType: z
+    .partialRecord(z.enum(DEPLOYMENT_TYPES), Level)
+    .optional()
+    .describe(
+      'By `deployment_type` as rendered (`dev_zero` runs as `dev`), in this namespace only: each value has `apps` and `stores`.',
+    ),
+}).describe('What one namespace sets: `apps` and `stores`, and `byDeploymentType.<type>` of each.');
+
 export const SchedulingConfig = z
   .strictObject({
     default: Level.prefault({}).describe('Every deployment, unless a more specific level sets the field.'),
-    byDeploymentType: z
-      .partialRecord(z.enum(['dev_free', 'dev', 'prod']), Level)
-      .default({})
-      .describe(
-        "By `deployment_type` as rendered (`dev_zero` runs as `dev`): each value has `apps` and `stores`, shaped as under `default`. A field it sets replaces `default`'s, whole (maps and lists are not merged; `{}`, `[]` or null clears it).",
-      ),
     byNamespace: z
-      .record(z.string().refine(isDnsLabel, 'is not a valid namespace name'), Level)
+      .record(z.string().refine(isDnsLabel, 'is not a valid namespace name'), NamespaceLevel)
       .default({})
       .describe(
-        "By the deployment's namespace, one of the agent's `namespaces` (another is refused at load): each value has `apps` and `stores`, shaped as under `default`. A field it sets replaces that of `byDeploymentType` and `default` likewise. The rules and an example: [Placement](#placement).",
+        "By the deployment's namespace, one of the agent's `namespaces` (another is refused at load): each value has `apps` and `stores`, shaped as under `default`, and may have `byDeploymentType.<type>` (`dev_free`, `dev`, `prod`; `dev_zero` runs as `dev`), each with `apps` and `stores` too, for the deployments of that type in that namespace. A field set there replaces the namespace's, which replaces `default`'s. `deployment_type` is the tenant's choice: it selects only among the placements given here for the namespace, so a priority class or node pool reserved for `prod` is given under the namespaces whose deployments may have it. The rules and an example: [Placement](#placement).",
       ),
   })
   .prefault({})
   .describe(
-    "Where the pods run, set by the platform team only (a deployment cannot: the control plane's resource spec has no such fields). Three levels, the most specific winning field by field: `byNamespace.<namespace>`, then `byDeploymentType.<type>`, then `default`; a field set at a level replaces the whole field below it (maps and lists are not merged), and `{}`, `[]` or null there clears it. Each level sets `apps` (main, queue, orchestrator, executor) and `stores` (database, key-value store) apart.",
+    "Where the pods run, set by the platform team only (a deployment cannot: the control plane's resource spec has no such fields). Three levels, the most specific winning field by field: `byNamespace.<namespace>.byDeploymentType.<type>`, then `byNamespace.<namespace>`, then `default`; a field set at a level replaces the whole field below it (maps and lists are not merged), and `{}`, `[]` or null there clears it. Each level sets `apps` (main, queue, orchestrator, executor) and `stores` (database, key-value store) apart.",
   );
 export type SchedulingConfig = z.infer<typeof SchedulingConfig>;
 
@@ -134,12 +143,13 @@ const FIELDS = [
 export function resolvePlacement(
   scheduling: SchedulingConfig,
   part: keyof Level,
-  deploymentType: 'dev_free' | 'dev' | 'prod',
+  deploymentType: RenderedType,
   namespace: string,
 ): Placement {
+  const inNamespace = scheduling.byNamespace[namespace];
   const levels = [
-    scheduling.byNamespace[namespace]?.[part],
-    scheduling.byDeploymentType[deploymentType]?.[part],
+    inNamespace?.byDeploymentType?.[deploymentType]?.[part],
+    inNamespace?.[part],
     scheduling.default[part],
   ];
   const resolved: Record<string, unknown> = {};

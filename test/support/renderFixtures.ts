@@ -65,15 +65,26 @@ export const scheduledConfig = RenderConfig.parse({
       },
       stores: { nodeSelector: { 'node.example.test/pool': 'data' }, priorityClassName: 'agent-stores' },
     },
-    byDeploymentType: {
-      prod: {
-        apps: {
-          topologySpreadConstraints: [
-            { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' },
-          ],
-        },
-        stores: {
-          tolerations: [{ key: 'storage', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+    // The maximal deployment's namespace gives its prod deployments a spread and their stores a toleration.
+    byNamespace: {
+      apps: {
+        byDeploymentType: {
+          prod: {
+            apps: {
+              topologySpreadConstraints: [
+                {
+                  maxSkew: 1,
+                  topologyKey: 'topology.kubernetes.io/zone',
+                  whenUnsatisfiable: 'DoNotSchedule',
+                },
+              ],
+            },
+            stores: {
+              tolerations: [
+                { key: 'storage', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+              ],
+            },
+          },
         },
       },
     },

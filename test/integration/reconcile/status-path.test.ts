@@ -1,13 +1,15 @@
 // The status path never takes a change to apply for a change of status. A reconciler with no
 // watch (every read a request, as a reconcile whose watch missed an event) converges a
 // deployment, then meets each kind of change: its workload's status moving (the status path:
-// nothing written, the rollout reported), and a hand edit of a spec field, a label, a Secret's
-// data, a deleted object, a new revision (each the full path, and repaired).
+// nothing written, the rollout reported), and a hand edit of a spec field, a label, an ingress
+// controller's annotation the agent writes, a Secret's data, a deleted object, a new revision
+// (each the full path, and repaired).
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Deployment, Listener } from '../../../src/controlplane/schemas/index.ts';
 import type { KubeClient, LiveKubeObject } from '../../../src/kube/index.ts';
 import { LABEL_MANAGED_BY } from '../../../src/objects/ownership.ts';
+import { RenderConfig } from '../../../src/render/index.ts';
 import type { AgentMetrics } from '../../../src/report/metrics.ts';
 import { eventually } from '../../support/adminKube.ts';
 import { app, type World } from '../../support/agentHarness.ts';
@@ -30,10 +32,16 @@ async function paths(metrics: AgentMetrics): Promise<{ full: number; status: num
 }
 
 /** A converged deployment, its reconciler counting each request it sends by verb. */
-async function converged(name: string) {
+async function converged(name: string, options: { renderConfig?: RenderConfig; customUrl?: string } = {}) {
   const calls: string[] = [];
   const { client } = passThrough(kube, (verb, kind) => calls.push(`${verb} ${kind}`));
-  const solo = soloReconciler({ kube, listener, logger, client });
+  const solo = soloReconciler({
+    kube,
+    listener,
+    logger,
+    client,
+    ...(options.renderConfig ? { renderConfig: options.renderConfig } : {}),
+  });
   const deployment: Deployment = await desire(
     world.client,
     solo.desired,
@@ -42,6 +50,7 @@ async function converged(name: string) {
         listener_id: listener.id,
         listener_config: { k8s_namespace: namespace },
         resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
+        ...(options.customUrl ? { custom_url: options.customUrl } : {}),
       },
     }),
   );
@@ -108,6 +117,41 @@ describe('the status path', () => {
     expect((await paths(metrics)).full).toBe(2);
     const live = await kube.get(ref('Deployment', 'label-edit'));
     expect(live?.metadata.labels[LABEL_MANAGED_BY]).toBe(before?.metadata.labels[LABEL_MANAGED_BY]);
+  });
+
+  it("never takes an ingress controller's annotation edited by hand (the generation unmoved) for status", async () => {
+    const AUTH_URL = 'nginx.ingress.kubernetes.io/auth-url';
+    const WHITELIST = 'nginx.ingress.kubernetes.io/whitelist-source-range';
+    const rendered = { [AUTH_URL]: 'https://auth.example.test/check', [WHITELIST]: '10.0.0.0/8' };
+    const renderConfig = RenderConfig.parse({
+      ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'], annotations: rendered },
+    });
+    const { reconciler, deployment, metrics } = await converged('annotation-edit', {
+      renderConfig,
+      customUrl: 'https://annotation-edit.example.test/',
+    });
+    const ingress = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      namespace,
+      name: 'annotation-edit',
+    };
+    const before = await kube.get(ingress);
+    expect(before?.metadata.annotations).toMatchObject(rendered);
+    let full = 1;
+    for (const edit of [{ [AUTH_URL]: null }, { [WHITELIST]: '0.0.0.0/0' }]) {
+      await kube.mergePatch(ingress, { metadata: { annotations: edit } });
+      const edited = await kube.get(ingress);
+      expect(edited?.metadata.generation).toBe(before?.metadata.generation);
+      expect(edited?.metadata.annotations).not.toMatchObject(rendered);
+      await reconciler.reconcile(deployment.id);
+      expect((await paths(metrics)).full).toBe(++full);
+      expect((await kube.get(ingress))?.metadata.annotations).toMatchObject(rendered);
+    }
+    // Repaired, it is converged again: the next look is the status path.
+    const { status } = await paths(metrics);
+    await reconciler.reconcile(deployment.id);
+    expect(await paths(metrics)).toEqual({ full, status: status + 1 });
   });
 
   it("never takes a Secret's data edited by hand for status", async () => {

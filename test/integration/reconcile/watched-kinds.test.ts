@@ -1,14 +1,21 @@
 // Every kind the agent writes is watched: an autoscaler, a disruption budget, a pod template and
 // an ingress deleted by hand come back within seconds, with the resync at its default 10 minutes
-// (so only a watch event can wake the deployment in time).
-import { describe, expect, it } from 'vitest';
+// (so only a watch event can wake the deployment in time); so does an ingress controller's
+// annotation the agent writes, removed or changed by hand (no generation moves: the watch cache
+// keeps the annotation and the status path's spec view covers it).
+import { describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
-import { eventually } from '../../support/adminKube.ts';
+import { eventually, kubectl } from '../../support/adminKube.ts';
 import { app, useAgentWorld, waitForRevision } from '../../support/agentHarness.ts';
 
 const TEN_MINUTES = 600_000;
+const AUTH_URL = 'nginx.ingress.kubernetes.io/auth-url';
+const WHITELIST = 'nginx.ingress.kubernetes.io/whitelist-source-range';
+const ROUTE_ANNOTATIONS = { [AUTH_URL]: 'https://auth.example.test/check', [WHITELIST]: '10.0.0.0/8' };
 const setup = useAgentWorld({
-  render: { ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] } },
+  render: {
+    ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'], annotations: ROUTE_ANNOTATIONS },
+  },
   reconcile: { resyncIntervalMs: TEN_MINUTES },
 });
 
@@ -78,6 +85,45 @@ describe('watched kinds', () => {
       30_000,
     );
     expect(after).toHaveLength(refs.length);
+    expect(Date.now() - started).toBeLessThan(30_000);
+  });
+
+  it.each([
+    ['removed', [`${AUTH_URL}-`]],
+    ['changed', ['--overwrite', `${WHITELIST}=0.0.0.0/0`]],
+  ])("writes back an ingress controller's annotation %s by hand within seconds", async (_how, args) => {
+    const ingress = {
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'web', namespace: setup.ns },
+    };
+    const read = () => setup.world.kube.objects.read(ingress);
+    const before = await read();
+    expect(before.metadata?.annotations).toMatchObject(ROUTE_ANNOTATIONS);
+    await kubectl(inject('clusterBinDir'), setup.world.kubeconfigPath, [
+      '-n',
+      setup.ns,
+      'annotate',
+      'ingress',
+      'web',
+      ...args,
+    ]);
+    const edited = await read();
+    expect(edited.metadata?.annotations).not.toMatchObject(ROUTE_ANNOTATIONS);
+    // An edit of metadata: the Ingress's generation, which its spec view keys on, is unmoved.
+    expect(edited.metadata?.generation).toBe(before.metadata?.generation);
+    const started = Date.now();
+    await eventually(
+      'the annotation written back',
+      async () => {
+        const annotations = (await read()).metadata?.annotations ?? {};
+        return annotations[AUTH_URL] === ROUTE_ANNOTATIONS[AUTH_URL] &&
+          annotations[WHITELIST] === ROUTE_ANNOTATIONS[WHITELIST]
+          ? true
+          : undefined;
+      },
+      30_000,
+    );
     expect(Date.now() - started).toBeLessThan(30_000);
   });
 });

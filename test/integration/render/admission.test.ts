@@ -17,8 +17,10 @@ import { hostilePodSettings, validDeployment } from '../../support/specArbitrari
 
 const admin = adminKube(inject('kubeconfigPath'));
 /**
- * The agent's defaults (Pod Security restricted), with what the maximal example names allowed, and
- * the CSI drivers of the examples and of the generated volumes (none is allowed by default).
+ * The agent's defaults (Pod Security restricted), with what the maximal example names allowed, the
+ * CSI drivers of the examples and of the generated volumes, and the AppArmor and seccomp
+ * annotations the generated deployments set (none of either is allowed by default), so that Pod
+ * Security admission judges their values.
  */
 const RESTRICTED = RenderConfig.parse({
   ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'] },
@@ -26,6 +28,9 @@ const RESTRICTED = RenderConfig.parse({
     serviceAccounts: ['agent-platform'],
     serviceAccountTokens: true,
     csiDrivers: ['secrets-store.csi.k8s.io', 'files.csi.example.test'],
+    podAnnotations: {
+      allow: ['container.apparmor.security.beta.kubernetes.io/*', 'seccomp.security.alpha.kubernetes.io/*'],
+    },
   },
 });
 const namespace = uniqueNamespace('admission');

@@ -43,7 +43,7 @@ function deploymentWith(hostile: string, i: number, extra: Record<string, unknow
     name: `web${hostile}`,
     source_config: {
       ...sourceConfig,
-      resource_spec: { annotations: { 'example.test/note': hostile }, ...extra },
+      resource_spec: { annotations: { note: hostile }, ...extra },
     },
   };
 }
@@ -384,7 +384,7 @@ describe('render prints a tenant’s strings escaped, and kubectl reads the same
       ) as unknown as {
         spec: { template: { metadata: { annotations: Record<string, string> } } };
       };
-      expect(workload.spec.template.metadata.annotations['example.test/note']).toBe(hostile);
+      expect(workload.spec.template.metadata.annotations.note).toBe(hostile);
     },
   );
 

@@ -1,6 +1,21 @@
 import { describe, expect, it } from 'vitest';
 import type { LiveKubeObject } from '../../../src/kube/index.ts';
-import { ownedDigest, specView } from '../../../src/reconcile/convergedState.ts';
+import { ownedDigest, specView as viewOf } from '../../../src/reconcile/convergedState.ts';
+import { RenderConfig } from '../../../src/render/index.ts';
+import { ownedAnnotations } from '../../../src/render/ownedAnnotations.ts';
+
+const AUTH_URL = 'nginx.ingress.kubernetes.io/auth-url';
+const WHITELIST = 'nginx.ingress.kubernetes.io/whitelist-source-range';
+/** The annotations an agent with an ingress controller's annotations configured writes. */
+const owned = ownedAnnotations(
+  RenderConfig.parse({
+    ingress: {
+      className: 'nginx',
+      annotations: { [AUTH_URL]: 'https://auth.example.test/check', [WHITELIST]: '10.0.0.0/8' },
+    },
+  }),
+);
+const specView = (kind: string, live: LiveKubeObject | undefined) => viewOf(kind, live, owned);
 
 const deployment = (over: Partial<LiveKubeObject['metadata']> = {}, status: unknown = {}): LiveKubeObject =>
   ({
@@ -58,6 +73,38 @@ describe('specView', () => {
   it('tells an absent object from any live one', () => {
     expect(specView('Deployment', undefined)).toBe('absent');
     const entries = [{ apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'apps', name: 'web' }];
-    expect(ownedDigest(entries, () => undefined)).not.toBe(ownedDigest(entries, () => deployment()));
+    expect(ownedDigest(entries, () => undefined, owned)).not.toBe(
+      ownedDigest(entries, () => deployment(), owned),
+    );
+  });
+
+  describe('of an Ingress, whose generation no annotation edit moves', () => {
+    const ingress = (annotations: Record<string, string>, resourceVersion = '100') =>
+      ({
+        ...deployment({ resourceVersion, generation: 1, annotations }),
+        apiVersion: 'networking.k8s.io/v1',
+        kind: 'Ingress',
+      }) as LiveKubeObject;
+    const rendered = {
+      'k8s-listener.io/spec-hash': 'h1',
+      [AUTH_URL]: 'https://auth.example.test/check',
+      [WHITELIST]: '10.0.0.0/8',
+    };
+    const view = specView('Ingress', ingress(rendered));
+
+    it.each([
+      ['the auth-url annotation removed', { ...rendered, [AUTH_URL]: undefined }],
+      ['the whitelist widened', { ...rendered, [WHITELIST]: '0.0.0.0/0' }],
+    ])('moves with %s by hand', (_what, edited) => {
+      const annotations = Object.fromEntries(
+        Object.entries(edited).filter((entry): entry is [string, string] => entry[1] !== undefined),
+      );
+      expect(specView('Ingress', ingress(annotations, '101'))).not.toBe(view);
+    });
+
+    it("is unmoved by a controller's own annotation, which the agent does not write", () => {
+      const annotated = { ...rendered, 'field.cattle.io/publicEndpoints': '[]' };
+      expect(specView('Ingress', ingress(annotated, '101'))).toBe(view);
+    });
   });
 });

@@ -29,6 +29,7 @@ import { Reconciler } from '../../../src/reconcile/reconciler.ts';
 import type { Target } from '../../../src/reconcile/target.ts';
 import { WATCHED_KINDS } from '../../../src/reconcile/watchedKinds.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
+import { ownedAnnotations } from '../../../src/render/ownedAnnotations.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { StatusReporter } from '../../../src/report/statusReporter.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
@@ -863,5 +864,53 @@ describe('a routed host (in memory)', () => {
     });
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('Ingress')).toEqual([`Ingress/${NAMESPACE}/hello`]);
+  });
+});
+
+// An annotation the agent writes beside its own (an ingress controller's auth and allow-list, as
+// the platform configures them): an edit of one moves no generation, and is repaired at the next
+// look all the same, through a watch cache that keeps it (render/ownedAnnotations).
+describe('an annotation the agent writes, edited by hand (in memory)', () => {
+  const AUTH_URL = 'nginx.ingress.kubernetes.io/auth-url';
+  const WHITELIST = 'nginx.ingress.kubernetes.io/whitelist-source-range';
+  const rendered = { [AUTH_URL]: 'https://auth.example.test/check', [WHITELIST]: '10.0.0.0/8' };
+  const routing = RenderConfig.parse({
+    ingress: { className: 'nginx', allowedHostSuffixes: ['example.test'], annotations: rendered },
+  });
+  const routed: Deployment = {
+    ...defaultDeployment,
+    source_config: { ...defaultDeployment.source_config, custom_url: 'https://shop.example.test/' },
+  };
+  const ref = { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', namespace: NAMESPACE, name: 'hello' };
+
+  it.each([
+    ['removed', { [AUTH_URL]: null }],
+    ['changed', { [WHITELIST]: '0.0.0.0/0' }],
+  ])('one %s is written back at the next look', async (_how, edit) => {
+    const cache = new ObjectCache({
+      indexLabel: LABEL_DEPLOYMENT_ID,
+      keptAnnotations: ownedAnnotations(routing),
+    });
+    const { cluster, reconcile } = world(fresh, { deployment: routed, cache, renderConfig: routing });
+    // Each edit reaches the cache as the watch would bring it.
+    const edited = async (patch: Record<string, unknown>) =>
+      cache.observe({ type: 'MODIFIED', object: await cluster.mergePatch(ref, patch) });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    // The API server gives an Ingress a generation, which an edit of its metadata leaves as it
+    // was; the in-memory cluster keeps none of its own.
+    await edited({ metadata: { generation: 1 } });
+    await reconcile();
+    const settled = cluster.calls.length;
+    await reconcile();
+    expect(writes(cluster.calls.slice(settled)).filter((c) => c.kind === 'Ingress')).toEqual([]);
+
+    await edited({ metadata: { annotations: edit } });
+    expect(cache.get(ref)?.metadata.generation).toBe(1);
+    const before = cluster.calls.length;
+    await reconcile();
+    expect(writes(cluster.calls.slice(before)).map((c) => `${c.verb} ${c.kind}`)).toContain('apply Ingress');
+    expect((await cluster.get(ref))?.metadata.annotations).toMatchObject(rendered);
+    // The cache holds what the agent writes, and so sees the repair.
+    expect(cache.get(ref)?.metadata.annotations).toMatchObject(rendered);
   });
 });

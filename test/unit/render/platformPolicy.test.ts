@@ -46,34 +46,91 @@ describe('pod annotations', () => {
     ['secrets.doppler.com/reload', 'secrets.doppler.com/*', 'Doppler secrets'],
     ['azure.workload.identity/inject-proxy-sidecar', 'azure.workload.identity/*', 'a workload identity'],
   ])('refuses %s by default (%s: %s), naming the field and key', (key, pattern) => {
-    expect(problems({ annotations: { [key]: 'x', 'example.test/owner': 'team' } })).toEqual({
+    expect(problems({ annotations: { [key]: 'x', owner: 'team' } })).toEqual({
       [`${SPEC}.annotations.${key}`]: `annotation ${key} is refused by render.policy.podAnnotations.deny (${pattern}): it changes what the cluster does to the pod`,
     });
   });
 
-  it('takes the rest, Kubernetes tooling and monitoring annotations among them', () => {
+  // What the cluster does for these: a cloud role, another app's identity, code from another
+  // namespace, a collector sidecar, another network, a node pinned against scale-down, an identity.
+  const CLUSTER_KEYS = [
+    ['iam.amazonaws.com/role', 'iam.amazonaws.com/*'],
+    ['eks.amazonaws.com/role-arn', 'eks.amazonaws.com/*'],
+    ['dapr.io/app-id', 'dapr.io/*'],
+    ['dapr.io/enabled', 'dapr.io/*'],
+    ['instrumentation.opentelemetry.io/inject-java', 'instrumentation.opentelemetry.io/*'],
+    ['sidecar.opentelemetry.io/inject', 'sidecar.opentelemetry.io/*'],
+    ['networking.gke.io/interfaces', 'networking.gke.io/*'],
+    ['iam.gke.io/gcp-service-account', 'iam.gke.io/*'],
+    ['karpenter.sh/do-not-disrupt', 'karpenter.sh/*'],
+    ['cluster-autoscaler.kubernetes.io/safe-to-evict', 'cluster-autoscaler.kubernetes.io/*'],
+    ['spiffe.io/spiffe-id', 'spiffe.io/*'],
+    ['ad.datadoghq.com/app.checks', 'ad.datadoghq.com/*'],
+    ['fluentbit.io/exclude', 'fluentbit.io/*'],
+  ] as const;
+
+  it.each(CLUSTER_KEYS)('refuses %s by default (%s), naming the field and key', (key, pattern) => {
+    expect(problems({ annotations: { [key]: 'x', owner: 'team' } })).toEqual({
+      [`${SPEC}.annotations.${key}`]: `annotation ${key} is refused by render.policy.podAnnotations.deny (${pattern}): it changes what the cluster does to the pod`,
+    });
+  });
+
+  it.each(CLUSTER_KEYS)(
+    'refuses %s by its deny pattern (%s) when the platform allows every key',
+    (key, pattern) => {
+      expect(
+        problems({ annotations: { [key]: 'x' } }, { policy: { podAnnotations: { allow: ['*'] } } }),
+      ).toEqual({
+        [`${SPEC}.annotations.${key}`]: `annotation ${key} is refused by render.policy.podAnnotations.deny (${pattern}): it changes what the cluster does to the pod`,
+      });
+    },
+  );
+
+  it('refuses by default a prefixed key no allow pattern takes, scrape hints and a tenant domain among them', () => {
+    expect(
+      problems({
+        annotations: { owner: 'team', 'prometheus.io/scrape': 'true', 'example.test/owner': 'team' },
+      }),
+    ).toEqual({
+      [`${SPEC}.annotations.prometheus.io/scrape`]:
+        'annotation prometheus.io/scrape is not allowed by render.policy.podAnnotations.allow (kubectl.kubernetes.io/default-container)',
+      [`${SPEC}.annotations.example.test/owner`]:
+        'annotation example.test/owner is not allowed by render.policy.podAnnotations.allow (kubectl.kubernetes.io/default-container)',
+    });
+  });
+
+  it("takes by default the owner's unprefixed keys and kubectl's default container", () => {
     const annotations = {
-      'example.test/owner': 'team',
-      'prometheus.io/scrape': 'true',
+      owner: 'team',
+      runbook: 'https://wiki.example.test/agents',
       'kubectl.kubernetes.io/default-container': 'app',
     };
     expect(podMetadata({ annotations })?.annotations).toMatchObject(annotations);
   });
 
-  it('follows the platform: an allow-list refuses the rest, and an emptied deny list takes all', () => {
+  it('follows the platform: an allow-list widened by family, unprefixed keys off, and an emptied deny list', () => {
+    const widened = { policy: { podAnnotations: { allow: ['example.test/*', 'prometheus.io/*'] } } };
+    expect(problems({ annotations: { 'example.test/owner': 'team', 'other.test/x': 'y' } }, widened)).toEqual(
+      {
+        [`${SPEC}.annotations.other.test/x`]:
+          'annotation other.test/x is not allowed by render.policy.podAnnotations.allow (example.test/*, prometheus.io/*)',
+      },
+    );
+    const taken = { 'example.test/owner': 'team', 'prometheus.io/scrape': 'true', owner: 'team' };
+    expect(podMetadata({ annotations: taken }, widened)?.annotations).toMatchObject(taken);
     expect(
       problems(
-        { annotations: { 'example.test/owner': 'team', 'other.test/x': 'y' } },
-        { policy: { podAnnotations: { allow: ['example.test/*'] } } },
+        { annotations: { owner: 'team' } },
+        { policy: { podAnnotations: { allowUnprefixed: false } } },
       ),
     ).toEqual({
-      [`${SPEC}.annotations.other.test/x`]:
-        'annotation other.test/x is not allowed by render.policy.podAnnotations.allow (example.test/*)',
+      [`${SPEC}.annotations.owner`]:
+        'annotation owner is not allowed by render.policy.podAnnotations.allow (kubectl.kubernetes.io/default-container)',
     });
     expect(
       podMetadata(
         { annotations: { 'sidecar.istio.io/inject': 'false' } },
-        { policy: { podAnnotations: { deny: [] } } },
+        { policy: { podAnnotations: { allow: ['*'], deny: [] } } },
       )?.annotations,
     ).toMatchObject({ 'sidecar.istio.io/inject': 'false' });
   });
@@ -85,6 +142,8 @@ describe('pod labels', () => {
     ['security.istio.io/tlsMode', '*.istio.io/*'],
     ['istio.io/rev', 'istio.io/*'],
     ['azure.workload.identity/use', 'azure.workload.identity/*'],
+    ['aadpodidbinding', 'aadpodidbinding'],
+    ['AadPodIdBinding', 'aadpodidbinding'],
     ['kubernetes.io/metadata.name', 'kubernetes.io/*'],
     ['node-role.kubernetes.io/control-plane', '*.kubernetes.io/*'],
     ['k8s.io/cluster-service', 'k8s.io/*'],
@@ -94,20 +153,34 @@ describe('pod labels', () => {
     });
   });
 
+  it('refuses by default every other prefixed key: none is allowed unless the platform says so', () => {
+    expect(problems({ labels: { team: 'agents', 'example.test/tier': 'gold' } })).toEqual({
+      [`${SPEC}.labels.example.test/tier`]:
+        'label example.test/tier is not allowed by render.policy.podLabels.allow (none)',
+    });
+  });
+
   it("still refuses the agent's own labels as reserved, whatever the policy", () => {
     expect(
       problems(
         { labels: { 'app.kubernetes.io/instance': 'victim' } },
-        { policy: { podLabels: { deny: [] } } },
+        { policy: { podLabels: { allow: ['*'], deny: [] } } },
       ),
     ).toEqual({ [`${SPEC}.labels.app.kubernetes.io/instance`]: 'is reserved for the agent' });
   });
 
-  it('takes the rest', () => {
-    expect(podMetadata({ labels: { team: 'agents', 'example.test/tier': 'gold' } })?.labels).toMatchObject({
+  it("takes the owner's unprefixed keys, and the families the platform allows", () => {
+    expect(podMetadata({ labels: { team: 'agents', tier: 'web', version: 'v2' } })?.labels).toMatchObject({
       team: 'agents',
-      'example.test/tier': 'gold',
+      tier: 'web',
+      version: 'v2',
     });
+    expect(
+      podMetadata(
+        { labels: { team: 'agents', 'example.test/tier': 'gold' } },
+        { policy: { podLabels: { allow: ['example.test/*'] } } },
+      )?.labels,
+    ).toMatchObject({ team: 'agents', 'example.test/tier': 'gold' });
   });
 });
 

@@ -650,7 +650,7 @@ describe('pod metadata, volumes and extra containers', () => {
     expect(templates).toHaveLength(4);
     for (const template of templates) {
       expect(template.metadata.labels).toMatchObject({ team: 'agents', 'cost-center': 'r-and-d' });
-      expect(template.metadata.annotations).toMatchObject({ 'example.test/owner': 'agents-team' });
+      expect(template.metadata.annotations).toMatchObject({ owner: 'agents-team' });
       expect(template.spec.serviceAccountName).toBe('agent-platform');
       expect(template.spec.automountServiceAccountToken).toBe(true);
       expect(template.spec.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);

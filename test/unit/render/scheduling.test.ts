@@ -1,6 +1,7 @@
-// render.scheduling: where the platform team puts application pods and data stores, by
-// deployment type and namespace, the most specific level winning field by field — and nothing a
-// deployment sends can put a scheduling field into a pod.
+// render.scheduling: where the platform team puts application pods and data stores, by namespace
+// and, within a namespace, by deployment type, the most specific level winning field by field —
+// and nothing a deployment sends can put a scheduling field into a pod, nor its type a placement
+// its namespace is not given.
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadAgentConfig } from '../../../src/config/agentConfig.ts';
@@ -123,7 +124,7 @@ describe('render.scheduling', () => {
       { nodeSelector: { pool: 'data' } },
     ],
     [
-      'the type over the default, field by field',
+      'the type, where its namespace gives it, over the default, field by field',
       'prod',
       'apps-staging',
       { nodeSelector: { pool: 'prod' }, priorityClassName: 'low' },
@@ -141,39 +142,66 @@ describe('render.scheduling', () => {
       { nodeSelector: { pool: 'data' } },
     ],
     [
-      'the namespace over the type and the default',
+      'the namespace over the default',
+      'dev',
+      'apps',
+      { nodeSelector: { pool: 'team-a' }, priorityClassName: 'low' },
+      { nodeSelector: { pool: 'data' } },
+    ],
+    [
+      // deployment_type is the tenant's: prod where the platform gives prod nothing is no tier.
+      "a type its namespace gives nothing: neither another namespace's prod pool nor its priority class",
       'prod',
       'apps',
       { nodeSelector: { pool: 'team-a' }, priorityClassName: 'low' },
-      { nodeSelector: { pool: 'data' }, priorityClassName: 'stores-prod' },
+      { nodeSelector: { pool: 'data' } },
     ],
     [
       'a cleared field: {} and null',
       'dev',
-      'apps',
+      'apps-staging',
       { tolerations: [{ key: 'spot', operator: 'Exists' }] },
       { nodeSelector: { pool: 'data' } },
     ],
-  ])('%s', (_case, type, namespace, apps, stores) => {
+  ])('%s', (caseName, type, namespace, apps, stores) => {
+    const spot = { tolerations: [{ key: 'spot', operator: 'Exists' as const }] };
     const scheduling: RenderConfigInput['scheduling'] = {
       default: {
         apps: { nodeSelector: { pool: 'shared' }, priorityClassName: 'low' },
         stores: { nodeSelector: { pool: 'data' } },
       },
-      byDeploymentType: {
-        prod: { apps: { nodeSelector: { pool: 'prod' } }, stores: { priorityClassName: 'stores-prod' } },
-        dev: { apps: { tolerations: [{ key: 'spot', operator: 'Exists' }] } },
-      },
       byNamespace: {
-        // In `apps`, prod's apps run on the team's pool; dev's (below) on no fixed pool at all.
+        'apps-staging': {
+          byDeploymentType: {
+            prod: { apps: { nodeSelector: { pool: 'prod' } }, stores: { priorityClassName: 'stores-prod' } },
+            dev: {
+              apps: caseName.startsWith('a cleared')
+                ? { ...spot, nodeSelector: {}, priorityClassName: null }
+                : spot,
+            },
+          },
+        },
         apps: { apps: { nodeSelector: { pool: 'team-a' } } },
       },
     };
-    if (type === 'dev')
-      scheduling.byNamespace = { apps: { apps: { nodeSelector: {}, priorityClassName: null } } };
     const placed = placements(render(scheduling, { type, namespace, prod: { topologySpread: false } }));
     for (const name of APPS) expect(placed[name], name).toEqual(apps);
     for (const name of STORES) expect(placed[name], name).toEqual(stores);
+  });
+
+  it("refuses the former top-level byDeploymentType at load, naming where a type's placement goes now", async () => {
+    await expect(
+      loadAgentConfig({
+        overrides: {
+          listenerId: listener.id,
+          controlPlane: { baseUrl: 'https://cp.example.test', apiKey: 'k' },
+          namespaces: ['apps'],
+          render: { scheduling: { byDeploymentType: { prod: { apps: { priorityClassName: 'high' } } } } },
+        },
+      }),
+    ).rejects.toThrow(
+      'unknown key render.scheduling.byDeploymentType (replaced by render.scheduling.byNamespace: by namespace: byNamespace.<namespace>.byDeploymentType.<type>',
+    );
   });
 
   it("replaces prod's built-in spread with the platform's, filling in each workload's own pods as the selector", () => {
@@ -190,7 +218,13 @@ describe('render.scheduling', () => {
     const selected = { ...zone, labelSelector: { matchLabels: { team: 'a' } } };
     const placed = placements(
       render(
-        { byDeploymentType: { prod: { apps: { topologySpreadConstraints: [...spread, selected] } } } },
+        {
+          byNamespace: {
+            apps: {
+              byDeploymentType: { prod: { apps: { topologySpreadConstraints: [...spread, selected] } } },
+            },
+          },
+        },
         { type: 'prod' },
       ),
     );
@@ -256,6 +290,13 @@ describe('the Placement example of docs/configuration.md', () => {
       whenUnsatisfiable: 'DoNotSchedule',
     };
     const stores = { nodeSelector: pool('data'), priorityClassName: 'agent-data' };
+    // Where the platform gives prod no spread of its own, prod keeps the built-in one.
+    const builtInSpread = placements(render(undefined, { type: 'prod' }))['Deployment/hello']
+      ?.topologySpreadConstraints;
+    const spreads = {
+      apps: [{ ...zone, labelSelector: own('main') }],
+      'apps-staging': builtInSpread,
+    };
     for (const [type, namespace, appPool] of [
       ['prod', 'apps', 'agents-prod'],
       ['prod', 'apps-staging', 'staging'],
@@ -268,7 +309,7 @@ describe('the Placement example of docs/configuration.md', () => {
         nodeSelector: pool(appPool),
         tolerations: toleration,
         priorityClassName: 'agent-apps',
-        ...(type === 'prod' ? { topologySpreadConstraints: [{ ...zone, labelSelector: own('main') }] } : {}),
+        ...(type === 'prod' ? { topologySpreadConstraints: spreads[namespace] } : {}),
       });
       expect(placed['StatefulSet/hello-db'], where).toEqual(stores);
       expect(placed['StatefulSet/hello-kvstore'], where).toEqual(stores);
@@ -356,7 +397,11 @@ describe('render.scheduling configuration', () => {
   };
 
   it.each<[string, unknown, string]>([
-    ['an unknown deployment type', { byDeploymentType: { staging: {} } }, 'scheduling.byDeploymentType'],
+    [
+      'an unknown deployment type',
+      { byNamespace: { apps: { byDeploymentType: { staging: {} } } } },
+      'scheduling.byNamespace.apps.byDeploymentType',
+    ],
     ['an unknown part', { default: { workers: {} } }, 'scheduling.default'],
     ['an unknown placement field', { default: { apps: { nodeName: 'n1' } } }, 'scheduling.default.apps'],
     [
