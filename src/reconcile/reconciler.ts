@@ -4,9 +4,16 @@
 // rolloutReader); this file is the flow. Nothing here depends on which event woke it.
 import type { Logger } from 'pino';
 import type { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
-import { type EventRecorder, isAborted, isNamespaceUnavailable, type LiveKubeObject } from '../kube/index.ts';
+import {
+  type EventRecorder,
+  isAborted,
+  isNamespaceUnavailable,
+  type LiveKubeObject,
+  type ObjectRef,
+  refOf,
+} from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
-import { WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { POD_TEMPLATE_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
 import { LABEL_COMPONENT } from '../objects/ownership.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import {
@@ -46,7 +53,13 @@ import {
 } from './outcome.ts';
 import { Pruner } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
-import { ReferenceGuard } from './referenceGuard.ts';
+import {
+  changedReference,
+  ForeignReferenceError,
+  type JudgedReference,
+  ReferenceGuard,
+} from './referenceGuard.ts';
+import { undoReferences } from './referenceUndo.ts';
 import { RolloutReader } from './rolloutReader.ts';
 import { RolloutRechecks } from './rolloutRechecks.ts';
 import { hostLockKey, isRouteKind, routedHosts, routeKinds } from './routedHosts.ts';
@@ -239,13 +252,12 @@ export class Reconciler {
     );
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
     let agentChange: AgentChangeTurn | undefined;
+    let references: JudgedReference[];
     try {
       const steps = this.#applier.plan(objects, await this.#applier.readOwned(deploymentId, objects, signal));
-      // References are judged when a pod template is written: one found as desired was judged
-      // then, and a platform Secret deleted since stops nothing that runs (nor is it read again
-      // at each look of a rollout: the platform's objects are not watched).
-      if (steps.some((step) => step.why !== undefined))
-        await this.#guard.checkReferences(deploymentId, objects, signal);
+      // References are judged at every full reconcile, written or not: nothing is applied, nor
+      // pruned, while a template names what the rule refuses (referenceGuard.ts).
+      references = await this.#checkReferences(deploymentId, objects, steps, logIn, signal);
       if (steps.some((step) => step.why !== undefined && isRouteKind(step.object.kind)))
         await this.#guard.checkHosts(deploymentId, namespace, hosts, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
@@ -301,6 +313,7 @@ export class Reconciler {
       revisionId,
       entries: next.entries,
       notes: statusNotes,
+      references,
     });
     return this.#afterRollout(deploymentId, status, 'ok');
   }
@@ -319,6 +332,7 @@ export class Reconciler {
     const { entries, namespace, revisionId, notes } = converged;
     const live = await this.#readLive(entries, signal);
     if (ownedDigest(entries, (e) => live.get(entryId(e))) !== converged.owned) return undefined;
+    if ((await this.#referencesChanged(deploymentId, converged, log, signal)) === 'rejudge') return undefined;
     this.#o.metrics.reconcilePaths.inc({ path: 'status' });
     const status = await this.#reportRollout(
       { deploymentId, revisionId, namespace, objects: [...live.values()], live, notes, justApplied: false },
@@ -326,6 +340,84 @@ export class Reconciler {
       signal,
     );
     return this.#afterRollout(deploymentId, status, 'ok');
+  }
+
+  /**
+   * The references judged, and refused for good: the workloads whose live template names a
+   * refused object are taken off it (referenceUndo.ts) — a target that changed owner since the
+   * template was written.
+   */
+  async #checkReferences(
+    deploymentId: string,
+    objects: readonly KubeObject[],
+    steps: readonly ApplyStep[],
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<JudgedReference[]> {
+    try {
+      return await this.#guard.checkReferences(deploymentId, objects, signal);
+    } catch (error) {
+      if (!(error instanceof ForeignReferenceError)) throw error;
+      const running = steps.filter((s) => s.before && POD_TEMPLATE_KINDS.has(s.object.kind));
+      throw await this.#undoReferences(
+        deploymentId,
+        running.map((s) => refOf(s.object)),
+        error,
+        log,
+        signal,
+      );
+    }
+  }
+
+  /**
+   * Whether a platform object the pod templates name is another object now, seen in the watch
+   * cache (no request: it holds only this listener's objects, so a hit is a change). Refused by
+   * the rule: its workloads are taken off it and the deployment fails (ForeignReferenceError).
+   * Another platform object: `rejudge`, by the full path.
+   */
+  async #referencesChanged(
+    deploymentId: string,
+    converged: ConvergedState,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<'rejudge' | undefined> {
+    const changed: string[] = [];
+    const targets: JudgedReference['ref'][] = [];
+    for (const judged of converged.references) {
+      const { cache } = this.#o;
+      const live = cache ? cache.get(judged.ref) : await this.#applier.read(judged.ref, signal);
+      const change = changedReference(judged, live, deploymentId);
+      if (change === 'rejudge') return 'rejudge';
+      if (!change) continue;
+      targets.push(judged.ref);
+      for (const path of judged.paths)
+        changed.push(`${path} names ${judged.ref.kind}/${judged.ref.name}, which ${change.owner}`);
+    }
+    if (changed.length === 0) return undefined;
+    this.#converged.delete(deploymentId);
+    const workloads = converged.entries.filter((e) => POD_TEMPLATE_KINDS.has(e.kind));
+    const error = new ForeignReferenceError(changed.join('; '), targets);
+    throw await this.#undoReferences(deploymentId, workloads, error, log, signal);
+  }
+
+  /** Takes the workloads off the refused targets; the failure then says what was undone. */
+  async #undoReferences(
+    deploymentId: string,
+    workloads: readonly ObjectRef[],
+    error: ForeignReferenceError,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<ForeignReferenceError> {
+    const undone = await undoReferences(
+      { kube: this.#o.kube, events: this.#o.events, listenerId: () => this.#o.listener().id },
+      deploymentId,
+      workloads,
+      error.targets,
+      log,
+      signal,
+    );
+    if (undone.length === 0) return error;
+    return new ForeignReferenceError(`${error.message}; ${undone.join('; ')}`, error.targets);
   }
 
   /** The objects as live (the watch cache, else a read), keyed by entry; the absent left out. */

@@ -596,6 +596,19 @@ function metadataKeyRefusal(
   return undefined;
 }
 
+/**
+ * The projected volume sources a deployment may use, by allow-list: a source added to Kubernetes
+ * later (`podCertificate`, `clusterTrustBundle`, …) issues or reads what the platform has not
+ * vouched for, so it is refused until listed. `serviceAccountToken` only with
+ * `render.policy.serviceAccountTokens`.
+ */
+const PROJECTED_SOURCES: ReadonlySet<string> = new Set([
+  'secret',
+  'configMap',
+  'downwardAPI',
+  'serviceAccountToken',
+]);
+
 function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, problems: Problems): void {
   const volumes = new Set<string>();
   spec.volumes?.forEach((volume, i) => {
@@ -618,16 +631,20 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
     }
     const sources = volume.projected?.sources;
     (Array.isArray(sources) ? sources : []).forEach((source: unknown, j) => {
-      if (
-        !config.policy.serviceAccountTokens &&
-        typeof source === 'object' &&
-        source !== null &&
-        'serviceAccountToken' in source
-      )
-        problems.add(
-          `${SPEC}.volumes[${i}].projected.sources[${j}].serviceAccountToken`,
-          'service-account tokens are not allowed by render.policy.serviceAccountTokens',
-        );
+      const at = `${SPEC}.volumes[${i}].projected.sources[${j}]`;
+      for (const key of typeof source === 'object' && source !== null ? Object.keys(source) : []) {
+        if (key === 'serviceAccountToken' && !config.policy.serviceAccountTokens)
+          problems.add(
+            `${at}.serviceAccountToken`,
+            'service-account tokens are not allowed by render.policy.serviceAccountTokens',
+          );
+        else if (!PROJECTED_SOURCES.has(key))
+          // A field name is quoted only when it reads as one: the key is tenant input.
+          problems.add(
+            /^[A-Za-z]{1,64}$/.test(key) ? `${at}.${key}` : at,
+            `is not a projected source a deployment may use (${[...PROJECTED_SOURCES].join(', ')})`,
+          );
+      }
     });
   });
   checkMounts(spec.volume_mounts ?? [], `${SPEC}.volume_mounts`, volumes, problems);
