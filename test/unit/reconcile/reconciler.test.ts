@@ -396,7 +396,7 @@ describe('references of a deployment’s pods (in memory)', () => {
       { verb: 'get', kind: 'PersistentVolumeClaim', namespace: NAMESPACE },
     ]);
   });
-  it('judges references when a pod template is written: a platform Secret deleted since stops nothing, and is not asked again', async () => {
+  it('a platform Secret deleted since is no change of owner: the status path stops nothing, and asks nothing', async () => {
     const platform = naming([{ name: 'platform', secret: { secretName: 'shared-tls' } }]);
     const { cluster, reconcile, reported } = world(fresh, { deployment: platform, cache: syncedCache() });
     await cluster.create(secret('shared-tls'));
@@ -406,6 +406,251 @@ describe('references of a deployment’s pods (in memory)', () => {
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.calls.slice(before).filter((c) => c.kind === 'Secret')).toEqual([]);
     expect((await reported()).every((r) => r.revision_status !== 'DEPLOY_FAILED')).toBe(true);
+  });
+});
+
+// docs/design.md, "What a pod may name": (a) what this same render makes, or (b) a platform object
+// that exists. One carrying this deployment's id that this render does not make counts as missing.
+describe('references by construction (in memory)', () => {
+  const own = { [LABEL_MANAGED_BY]: AGENT_NAME, [LABEL_LISTENER_ID]: listener.id };
+  const ofThis = { ...own, [LABEL_DEPLOYMENT_ID]: defaultDeployment.id };
+  const configMap = (name: string, labels: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: NAMESPACE, labels, annotations: {} },
+    data: { k: 'v' },
+  });
+  const sidecar = (fields: Record<string, unknown>) => ({
+    sidecars: [{ name: 'side', image: 'busybox:1.36', ...fields }],
+  });
+  const volume = (source: Record<string, unknown>): ResourceSpec => ({
+    volumes: [{ name: 'v', ...source }],
+    volume_mounts: [{ name: 'v', mountPath: '/v' }],
+  });
+  const csi = RenderConfig.parse({ policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } });
+  type Route = readonly [string, 'Secret' | 'ConfigMap', (name: string) => ResourceSpec, RenderConfig?];
+  const routes: readonly Route[] = [
+    [
+      'env secretKeyRef',
+      'Secret',
+      (n) => sidecar({ env: [{ name: 'X', valueFrom: { secretKeyRef: { name: n, key: 'k' } } }] }),
+    ],
+    [
+      'env configMapKeyRef',
+      'ConfigMap',
+      (n) => sidecar({ env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: n, key: 'k' } } }] }),
+    ],
+    ['envFrom secretRef', 'Secret', (n) => sidecar({ envFrom: [{ secretRef: { name: n } }] })],
+    ['envFrom configMapRef', 'ConfigMap', (n) => sidecar({ envFrom: [{ configMapRef: { name: n } }] })],
+    ['a secret volume', 'Secret', (n) => volume({ secret: { secretName: n, optional: true } })],
+    ['a configMap volume', 'ConfigMap', (n) => volume({ configMap: { name: n, optional: true } })],
+    [
+      'a CSI nodePublishSecretRef',
+      'Secret',
+      (n) => volume({ csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: n } } }),
+      csi,
+    ],
+    ['a projected secret', 'Secret', (n) => volume({ projected: { sources: [{ secret: { name: n } }] } })],
+    [
+      'a projected configMap',
+      'ConfigMap',
+      (n) => volume({ projected: { sources: [{ configMap: { name: n } }] } }),
+    ],
+    ['image_pull_secrets', 'Secret', (n) => ({ image_pull_secrets: [{ name: n }] })],
+  ];
+  const withSpec = (spec: ResourceSpec): Deployment => ({
+    ...defaultDeployment,
+    source_config: { ...defaultDeployment.source_config, resource_spec: spec },
+  });
+
+  it.each(routes)(
+    'by %s, an object of this deployment’s id its render does not make counts as missing: waiting, nothing written',
+    async (_, kind, spec, renderConfig) => {
+      const { cluster, reconcile } = world(fresh, { deployment: withSpec(spec('old-name')), renderConfig });
+      await cluster.create(kind === 'Secret' ? secret('old-name', ofThis) : configMap('old-name', ofThis));
+      const before = cluster.calls.length;
+      const outcome = await reconcile();
+      expect(outcome.result).toBe('retry');
+      const error = outcome.result === 'retry' ? outcome.error : undefined;
+      expect((error as WaitingError).reason).toBe('ReferenceMissing');
+      expect((error as WaitingError).message).toContain(
+        `names ${kind}/old-name, which carries this deployment's id but is not made by its render`,
+      );
+      expect(writes(cluster.calls.slice(before))).toEqual([]);
+    },
+  );
+
+  it.each(routes.filter(([, kind]) => kind === 'Secret'))(
+    'by %s, the Secret its own render makes is used',
+    async (_, _kind, spec, renderConfig) => {
+      const { cluster, reconcile } = world(fresh, {
+        deployment: withSpec(spec('hello-secrets')),
+        renderConfig,
+      });
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+    },
+  );
+
+  it('by a persistentVolumeClaim volume: a claim of this deployment’s id its StatefulSets do not bind counts as missing; the one they bind is used', async () => {
+    const earlier = naming([{ name: 'v', persistentVolumeClaim: { claimName: 'data-old-db-0' } }]);
+    const { cluster, reconcile, desired } = world(fresh, { deployment: earlier });
+    await cluster.create(claim('data-old-db-0', ofThis));
+    const before = cluster.calls.length;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    expect(outcome.result === 'retry' ? (outcome.error as WaitingError).reason : '').toBe('ReferenceMissing');
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+
+    // Its claim template's claim, kept under this id, is this render's own.
+    const current = naming([{ name: 'v', persistentVolumeClaim: { claimName: 'data-hello-db-0' } }], {
+      db_storage_gi: 1,
+    });
+    await cluster.create(claim('data-hello-db-0', ofThis));
+    desired.set(current.id, { kind: 'present', deployment: current, target: fresh, fingerprint: 'f2' });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+  });
+
+  it('by a claim template: a claim of the platform’s under its name is waited on, not bound', async () => {
+    const { cluster, reconcile } = world(fresh, { deployment: naming([], { db_storage_gi: 1 }) });
+    await cluster.create(claim('data-hello-db-0', {}));
+    const outcome = await reconcile();
+    expect(outcome.result === 'retry' ? (outcome.error as WaitingError).reason : '').toBe('ClaimTaken');
+    expect(cluster.names('StatefulSet')).toEqual([]);
+  });
+
+  it('refuses an object of another listener’s agent that carries no managed-by label', async () => {
+    const { cluster, reconcile } = world(fresh, {
+      deployment: naming([{ name: 'v', secret: { secretName: 'elsewhere' } }]),
+    });
+    await cluster.create(secret('elsewhere', { [LABEL_LISTENER_ID]: OTHER_LISTENER }));
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    expect(outcome.result === 'terminal' ? outcome.error.message : '').toContain(
+      'names Secret/elsewhere, which the agent keeps for itself',
+    );
+  });
+
+  // Hole 1 of issue 38: a renamed deployment kept naming its own generated Secret of the old
+  // name; the Secret was pruned, and the next deployment of that name got it made anew.
+  it('a rename that still names the old name’s Secret waits: not pruned, and never another deployment’s', async () => {
+    const shop = (id: string, name: string): Deployment => ({
+      ...naming([{ name: 'old', secret: { secretName: 'shop-secrets', optional: true } }]),
+      id,
+      name,
+    });
+    const first = shop(defaultDeployment.id, 'shop');
+    const { cluster, reconciler, desired } = world(fresh, { deployment: first });
+    expect((await reconciler.reconcile(first.id)).result).toMatch(/^(done|requeue)$/);
+    const made = await cluster.get({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: NAMESPACE,
+      name: 'shop-secrets',
+    });
+    expect(made?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+
+    desired.set(first.id, {
+      kind: 'present',
+      deployment: { ...first, name: 'shop2' },
+      target: fresh,
+      fingerprint: 'f2',
+    });
+    const before = cluster.calls.length;
+    const outcome = await reconciler.reconcile(first.id);
+    expect(outcome.result).toBe('retry');
+    expect(outcome.result === 'retry' ? (outcome.error as WaitingError).message : '').toContain(
+      "Deployment/shop2 spec.volumes[0].secret.secretName names Secret/shop-secrets, which carries this deployment's id",
+    );
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+    const kept = await cluster.get({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: NAMESPACE,
+      name: 'shop-secrets',
+    });
+    expect(kept?.metadata.uid).toBe(made?.metadata.uid);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/shop`]);
+
+    // Another deployment named `shop` cannot have its own `shop-secrets` made under the first's pods.
+    const second = shop(OTHER_DEPLOYMENT, 'shop');
+    desired.set(second.id, { kind: 'present', deployment: second, target: fresh, fingerprint: 'g1' });
+    expect((await reconciler.reconcile(second.id)).result).toBe('terminal');
+    const after = await cluster.get({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      namespace: NAMESPACE,
+      name: 'shop-secrets',
+    });
+    expect(after?.metadata.uid).toBe(made?.metadata.uid);
+    expect(after?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+  });
+});
+
+// A target that changed owner since it was judged, caught at the next look.
+describe('a reference whose target changed owner (in memory)', () => {
+  const platform = naming([{ name: 'platform', secret: { secretName: 'shared-tls' } }]);
+  const shared = { apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shared-tls' };
+
+  /** The platform's Secret deleted, and the agent's of another deployment made under its name. */
+  async function takenOver(cluster: MemoryCluster, cache: ObjectCache): Promise<void> {
+    await cluster.delete(shared);
+    const theirsNow = await cluster.create(secret('shared-tls', theirs(listener.id)));
+    cache.observe({ type: 'ADDED', object: theirsNow });
+  }
+
+  it('a converged look at a platform reference sends no request', async () => {
+    const cache = syncedCache();
+    const { cluster, reconcile } = world(fresh, { deployment: platform, cache });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    const before = cluster.calls.length;
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.calls.slice(before).filter((c) => c.verb === 'get' || c.verb === 'list')).toEqual([]);
+  });
+
+  it('is caught on the status path: the workload naming it deleted, DEPLOY_FAILED naming field and object, an Event', async () => {
+    const cache = syncedCache();
+    const { cluster, reconcile, reported, events } = world(fresh, { deployment: platform, cache });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+
+    await takenOver(cluster, cache);
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ForeignReference');
+    expect(cluster.names('Deployment')).toEqual([]);
+    const last = (await reported()).at(-1);
+    expect(last?.revision_status).toBe('DEPLOY_FAILED');
+    expect(last?.message).toContain(
+      'Deployment/hello spec.volumes[0].secret.secretName names Secret/shared-tls, which belongs to another deployment',
+    );
+    expect(last?.message).toContain('Deployment/hello deleted');
+    expect(events).toContain('ReferenceChangedOwner');
+    // Its Secret and inventory stay; the other deployment's Secret is untouched.
+    expect(cluster.names('Secret')).toEqual([
+      `Secret/${NAMESPACE}/hello-secrets`,
+      `Secret/${NAMESPACE}/shared-tls`,
+    ]);
+
+    // The next look (a full one) refuses again, and makes nothing that would run on it.
+    expect((await reconcile()).result).toBe('terminal');
+    expect(cluster.names('Deployment')).toEqual([]);
+  });
+
+  it('is caught by a full reconcile too, and only a workload that runs on it is taken off it', async () => {
+    const cache = syncedCache();
+    const { cluster, reconcile, desired } = world(fresh, { deployment: platform, cache });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    await takenOver(cluster, cache);
+    // A new input at the same time: the full path judges it.
+    const changed = { ...platform, secrets: [{ name: 'API_TOKEN', value: 'another-value' }] };
+    desired.set(platform.id, { kind: 'present', deployment: changed, target: fresh, fingerprint: 'f2' });
+    expect((await reconcile()).result).toBe('terminal');
+    expect(cluster.names('Deployment')).toEqual([]);
   });
 });
 
