@@ -428,35 +428,60 @@ describe('references by construction (in memory)', () => {
     volume_mounts: [{ name: 'v', mountPath: '/v' }],
   });
   const csi = RenderConfig.parse({ policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } });
-  type Route = readonly [string, 'Secret' | 'ConfigMap', (name: string) => ResourceSpec, RenderConfig?];
+  interface Route {
+    readonly route: string;
+    readonly kind: 'Secret' | 'ConfigMap';
+    readonly spec: (name: string) => ResourceSpec;
+    readonly renderConfig?: RenderConfig;
+  }
   const routes: readonly Route[] = [
-    [
-      'env secretKeyRef',
-      'Secret',
-      (n) => sidecar({ env: [{ name: 'X', valueFrom: { secretKeyRef: { name: n, key: 'k' } } }] }),
-    ],
-    [
-      'env configMapKeyRef',
-      'ConfigMap',
-      (n) => sidecar({ env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: n, key: 'k' } } }] }),
-    ],
-    ['envFrom secretRef', 'Secret', (n) => sidecar({ envFrom: [{ secretRef: { name: n } }] })],
-    ['envFrom configMapRef', 'ConfigMap', (n) => sidecar({ envFrom: [{ configMapRef: { name: n } }] })],
-    ['a secret volume', 'Secret', (n) => volume({ secret: { secretName: n, optional: true } })],
-    ['a configMap volume', 'ConfigMap', (n) => volume({ configMap: { name: n, optional: true } })],
-    [
-      'a CSI nodePublishSecretRef',
-      'Secret',
-      (n) => volume({ csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: n } } }),
-      csi,
-    ],
-    ['a projected secret', 'Secret', (n) => volume({ projected: { sources: [{ secret: { name: n } }] } })],
-    [
-      'a projected configMap',
-      'ConfigMap',
-      (n) => volume({ projected: { sources: [{ configMap: { name: n } }] } }),
-    ],
-    ['image_pull_secrets', 'Secret', (n) => ({ image_pull_secrets: [{ name: n }] })],
+    {
+      route: 'env secretKeyRef',
+      kind: 'Secret',
+      spec: (n) => sidecar({ env: [{ name: 'X', valueFrom: { secretKeyRef: { name: n, key: 'k' } } }] }),
+    },
+    {
+      route: 'env configMapKeyRef',
+      kind: 'ConfigMap',
+      spec: (n) => sidecar({ env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: n, key: 'k' } } }] }),
+    },
+    {
+      route: 'envFrom secretRef',
+      kind: 'Secret',
+      spec: (n) => sidecar({ envFrom: [{ secretRef: { name: n } }] }),
+    },
+    {
+      route: 'envFrom configMapRef',
+      kind: 'ConfigMap',
+      spec: (n) => sidecar({ envFrom: [{ configMapRef: { name: n } }] }),
+    },
+    {
+      route: 'a secret volume',
+      kind: 'Secret',
+      spec: (n) => volume({ secret: { secretName: n, optional: true } }),
+    },
+    {
+      route: 'a configMap volume',
+      kind: 'ConfigMap',
+      spec: (n) => volume({ configMap: { name: n, optional: true } }),
+    },
+    {
+      route: 'a CSI nodePublishSecretRef',
+      kind: 'Secret',
+      spec: (n) => volume({ csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: n } } }),
+      renderConfig: csi,
+    },
+    {
+      route: 'a projected secret',
+      kind: 'Secret',
+      spec: (n) => volume({ projected: { sources: [{ secret: { name: n } }] } }),
+    },
+    {
+      route: 'a projected configMap',
+      kind: 'ConfigMap',
+      spec: (n) => volume({ projected: { sources: [{ configMap: { name: n } }] } }),
+    },
+    { route: 'image_pull_secrets', kind: 'Secret', spec: (n) => ({ image_pull_secrets: [{ name: n }] }) },
   ];
   const withSpec = (spec: ResourceSpec): Deployment => ({
     ...defaultDeployment,
@@ -464,9 +489,12 @@ describe('references by construction (in memory)', () => {
   });
 
   it.each(routes)(
-    'by %s, an object of this deployment’s id its render does not make counts as missing: waiting, nothing written',
-    async (_, kind, spec, renderConfig) => {
-      const { cluster, reconcile } = world(fresh, { deployment: withSpec(spec('old-name')), renderConfig });
+    'by $route, an object of this deployment’s id its render does not make counts as missing: waiting, nothing written',
+    async ({ kind, spec, renderConfig }) => {
+      const { cluster, reconcile } = world(fresh, {
+        deployment: withSpec(spec('old-name')),
+        ...(renderConfig ? { renderConfig } : {}),
+      });
       await cluster.create(kind === 'Secret' ? secret('old-name', ofThis) : configMap('old-name', ofThis));
       const before = cluster.calls.length;
       const outcome = await reconcile();
@@ -480,12 +508,12 @@ describe('references by construction (in memory)', () => {
     },
   );
 
-  it.each(routes.filter(([, kind]) => kind === 'Secret'))(
-    'by %s, the Secret its own render makes is used',
-    async (_, _kind, spec, renderConfig) => {
+  it.each(routes.filter(({ kind }) => kind === 'Secret'))(
+    'by $route, the Secret its own render makes is used',
+    async ({ spec, renderConfig }) => {
       const { cluster, reconcile } = world(fresh, {
         deployment: withSpec(spec('hello-secrets')),
-        renderConfig,
+        ...(renderConfig ? { renderConfig } : {}),
       });
       expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
       expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
