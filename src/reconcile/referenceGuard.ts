@@ -1,7 +1,8 @@
 // Whether a deployment's pods may use what they name, and its route the host it names, before
 // anything of it is written (docs/design.md, "What a pod may name"): the objects its pod
-// templates name and the claims its StatefulSets will bind are read and judged; a host another
-// route serves is refused (routedHosts.ts).
+// templates name and the claims its StatefulSets will bind are read and judged at every full
+// reconcile, and the platform objects judged are looked at again, in the watch cache, at every
+// look of the status path; a host another route serves is refused (routedHosts.ts).
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { describeHolder, LABEL_DEPLOYMENT_ID, referenceOwner } from '../objects/ownership.ts';
