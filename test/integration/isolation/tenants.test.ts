@@ -290,9 +290,8 @@ describe("an object the agent keeps for another listener's deployment", () => {
   });
 });
 
-// Hole 1 of issue 38 (there named `shop`): a deployment names its own generated Secret, then its
-// name changes; the Secret of the old name must neither be pruned from under it nor become another
-// deployment's that it still mounts.
+// A deployment names its own generated Secret, then its name changes: the Secret of the old name
+// must neither be pruned from under it nor become another deployment's that it still mounts.
 describe('a reference that outlives a rename', () => {
   it('waits, keeps the Secret it names, and never mounts the one a later deployment of the old name gets', async () => {
     const first = await setup.world.client.createDeployment(

@@ -560,23 +560,19 @@ describe('references by construction (in memory)', () => {
     );
   });
 
-  // Hole 1 of issue 38: a renamed deployment kept naming its own generated Secret of the old
-  // name; the Secret was pruned, and the next deployment of that name got it made anew.
+  // A renamed deployment that still names its own generated Secret of the old name: were that
+  // Secret pruned, the next deployment of the old name would get it made anew, under its pods.
   it('a rename that still names the old name’s Secret waits: not pruned, and never another deployment’s', async () => {
     const shop = (id: string, name: string): Deployment => ({
       ...naming([{ name: 'old', secret: { secretName: 'shop-secrets', optional: true } }]),
       id,
       name,
     });
+    const shopSecrets = { apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shop-secrets' };
     const first = shop(defaultDeployment.id, 'shop');
     const { cluster, reconciler, desired } = world(fresh, { deployment: first });
     expect((await reconciler.reconcile(first.id)).result).toMatch(/^(done|requeue)$/);
-    const made = await cluster.get({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      namespace: NAMESPACE,
-      name: 'shop-secrets',
-    });
+    const made = await cluster.get(shopSecrets);
     expect(made?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(first.id);
 
     desired.set(first.id, {
@@ -592,12 +588,7 @@ describe('references by construction (in memory)', () => {
       "Deployment/shop2 spec.volumes[0].secret.secretName names Secret/shop-secrets, which carries this deployment's id",
     );
     expect(writes(cluster.calls.slice(before))).toEqual([]);
-    const kept = await cluster.get({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      namespace: NAMESPACE,
-      name: 'shop-secrets',
-    });
+    const kept = await cluster.get(shopSecrets);
     expect(kept?.metadata.uid).toBe(made?.metadata.uid);
     expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/shop`]);
 
@@ -605,12 +596,7 @@ describe('references by construction (in memory)', () => {
     const second = shop(OTHER_DEPLOYMENT, 'shop');
     desired.set(second.id, { kind: 'present', deployment: second, target: fresh, fingerprint: 'g1' });
     expect((await reconciler.reconcile(second.id)).result).toBe('terminal');
-    const after = await cluster.get({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      namespace: NAMESPACE,
-      name: 'shop-secrets',
-    });
+    const after = await cluster.get(shopSecrets);
     expect(after?.metadata.uid).toBe(made?.metadata.uid);
     expect(after?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(first.id);
   });
