@@ -8,12 +8,12 @@ import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { describeHolder, LABEL_DEPLOYMENT_ID, referenceOwner } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
 import { podReferences, type Reference } from '../render/references.ts';
+import { type TemplateClaim, templateClaims } from '../render/templateClaims.ts';
 import { Reason } from '../report/rolloutStatus.ts';
 import { entryId, entryOf } from './inventory.ts';
 import type { KubeReader } from './kubeAccess.ts';
 import { TerminalError, WaitingError } from './outcome.ts';
 import { hostHolder } from './routedHosts.ts';
-import { type TemplateClaim, templateClaims } from './templateClaims.ts';
 
 /** The type of a Secret that holds a ServiceAccount's token: never a deployment's to name. */
 const SERVICE_ACCOUNT_TOKEN = 'kubernetes.io/service-account-token';
@@ -61,7 +61,7 @@ export class ReferenceGuard {
    * A deployment's pods may name exactly (a) what this same render makes for it, and the claims
    * its own StatefulSets will bind, or (b) a platform object that exists: one the agent manages for
    * no one (no managed-by label, no listener id, no deployment id; ownership.ts referenceOwner)
-   * and that the platform's policy allows (render/secretPolicy.ts, checked at render), never a
+   * and that the platform's policy allows (render/referencePolicy.ts, checked at render), never a
    * ServiceAccount's token Secret. Each Secret, ConfigMap and claim the pod templates name, other
    * than this render's own, is read. The agent's object for anyone else is refused for good
    * (ForeignReference). One that does not exist yet is waited for (WaitingError), nothing

@@ -27,9 +27,9 @@ import {
 import { objectNames } from './objects.ts';
 import { cpuMillis } from './quantities.ts';
 import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
+import { referenceRefusal } from './referencePolicy.ts';
 import type { RenderConfig } from './renderConfig.ts';
 import { routeKindOf, routePathPrefix } from './routes.ts';
-import { secretRefusal } from './secretPolicy.ts';
 
 export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
 
@@ -462,9 +462,9 @@ function checkSecrets(
     if (seen.has(reference.name))
       problems.add(`secret_references[${i}].name`, `duplicate name ${reference.name}`);
     seen.add(reference.name);
-    // The same policy as every other route to a Secret (secretPolicy.ts), named at this field.
+    // The same policy as every other route to a Secret (referencePolicy.ts), named at this field.
     const refused = isHostname(reference.secret_name)
-      ? secretRefusal(reference.secret_name, ownSecrets, config)
+      ? referenceRefusal('Secret', reference.secret_name, { Secret: ownSecrets }, config)
       : 'is not a valid Secret name';
     if (refused) problems.add(`secret_references[${i}].secret_name`, refused);
     if (!isSecretKey(reference.secret_key))
