@@ -53,12 +53,7 @@ import {
 } from './outcome.ts';
 import { Pruner } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
-import {
-  changedReference,
-  ForeignReferenceError,
-  type JudgedReference,
-  ReferenceGuard,
-} from './referenceGuard.ts';
+import { changedReference, type JudgedReference, ReferenceGuard } from './referenceGuard.ts';
 import { undoReferences } from './referenceUndo.ts';
 import { RolloutReader } from './rolloutReader.ts';
 import { RolloutRechecks } from './rolloutRechecks.ts';
@@ -257,7 +252,7 @@ export class Reconciler {
       const steps = this.#applier.plan(objects, await this.#applier.readOwned(deploymentId, objects, signal));
       // References are judged at every full reconcile, written or not: nothing is applied, nor
       // pruned, while a template names what the rule refuses (referenceGuard.ts).
-      references = await this.#checkReferences(deploymentId, objects, steps, logIn, signal);
+      references = await this.#guard.checkReferences(deploymentId, objects, signal);
       if (steps.some((step) => step.why !== undefined && isRouteKind(step.object.kind)))
         await this.#guard.checkHosts(deploymentId, namespace, hosts, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
@@ -275,6 +270,12 @@ export class Reconciler {
       applied = first
         ? await this.#applier.firstApply(steps, deploymentId, namespace, logIn, signal)
         : await this.#applier.apply(steps, deploymentId, logIn, signal);
+    } catch (error) {
+      // Refused objects — another's under a name the templates name, or under one this render
+      // makes (its own Secret, deleted and made anew by another deployment): whatever of this
+      // deployment runs on one, rendered now or recorded, is taken off it.
+      const workloads = [...objects.map(refOf), ...previous.flatMap((p) => p.inventory.entries)];
+      throw await this.#undoReferences(deploymentId, workloads, error, logIn, signal);
     } finally {
       release();
     }
@@ -343,36 +344,9 @@ export class Reconciler {
   }
 
   /**
-   * The references judged, and refused for good: the workloads whose live template names a
-   * refused object are taken off it (referenceUndo.ts) — a target that changed owner since the
-   * template was written.
-   */
-  async #checkReferences(
-    deploymentId: string,
-    objects: readonly KubeObject[],
-    steps: readonly ApplyStep[],
-    log: Logger,
-    signal: AbortSignal | undefined,
-  ): Promise<JudgedReference[]> {
-    try {
-      return await this.#guard.checkReferences(deploymentId, objects, signal);
-    } catch (error) {
-      if (!(error instanceof ForeignReferenceError)) throw error;
-      const running = steps.filter((s) => s.before && POD_TEMPLATE_KINDS.has(s.object.kind));
-      throw await this.#undoReferences(
-        deploymentId,
-        running.map((s) => refOf(s.object)),
-        error,
-        log,
-        signal,
-      );
-    }
-  }
-
-  /**
    * Whether a platform object the pod templates name is another object now, seen in the watch
    * cache (no request: it holds only this listener's objects, so a hit is a change). Refused by
-   * the rule: its workloads are taken off it and the deployment fails (ForeignReferenceError).
+   * the rule: its workloads are taken off it and the deployment fails (ForeignReference).
    * Another platform object: `rejudge`, by the full path.
    */
   async #referencesChanged(
@@ -396,28 +370,43 @@ export class Reconciler {
     if (changed.length === 0) return undefined;
     this.#converged.delete(deploymentId);
     const workloads = converged.entries.filter((e) => POD_TEMPLATE_KINDS.has(e.kind));
-    const error = new ForeignReferenceError(changed.join('; '), targets);
+    const error = new TerminalError(Reason.ForeignReference, changed.join('; '), { refused: targets });
     throw await this.#undoReferences(deploymentId, workloads, error, log, signal);
   }
 
-  /** Takes the workloads off the refused targets; the failure then says what was undone. */
+  /**
+   * Takes the deployment's workloads (those with a pod template among `workloads`) off the objects
+   * a failure refused (its `refused`); the failure then says what was undone. Any other error is
+   * returned as it is.
+   */
   async #undoReferences(
     deploymentId: string,
     workloads: readonly ObjectRef[],
-    error: ForeignReferenceError,
+    error: unknown,
     log: Logger,
     signal: AbortSignal | undefined,
-  ): Promise<ForeignReferenceError> {
+  ): Promise<unknown> {
+    if (!(error instanceof TerminalError || error instanceof WaitingError) || error.refused.length === 0)
+      return error;
+    const templated = new Map(
+      workloads
+        .filter((ref) => POD_TEMPLATE_KINDS.has(ref.kind))
+        .map((ref) => [entryId({ ...ref, namespace: ref.namespace ?? '' }), ref]),
+    );
     const undone = await undoReferences(
       { kube: this.#o.kube, events: this.#o.events, listenerId: () => this.#o.listener().id },
       deploymentId,
-      workloads,
-      error.targets,
+      [...templated.values()],
+      error.refused,
       log,
       signal,
     );
     if (undone.length === 0) return error;
-    return new ForeignReferenceError(`${error.message}; ${undone.join('; ')}`, error.targets);
+    const message = `${error.message}; ${undone.join('; ')}`;
+    const options = { cause: error.cause, refused: error.refused };
+    return error instanceof WaitingError
+      ? new WaitingError(error.reason, error.deploymentId, message, options)
+      : new TerminalError(error.reason, message, options);
   }
 
   /** The objects as live (the watch cache, else a read), keyed by entry; the absent left out. */

@@ -28,16 +28,6 @@ export interface ReferenceGuardOptions {
   readonly routeKinds: readonly ('Ingress' | 'HTTPRoute')[];
 }
 
-/** A refusal for good of references to the agent's objects of others: which objects they name. */
-export class ForeignReferenceError extends TerminalError {
-  readonly targets: readonly (ObjectRef & { readonly namespace: string })[];
-
-  constructor(message: string, targets: readonly (ObjectRef & { readonly namespace: string })[]) {
-    super(Reason.ForeignReference, message);
-    this.targets = targets;
-  }
-}
-
 /**
  * A platform object a pod template names, as judged at a full reconcile: the status path looks for
  * a change of it in the watch cache (changedReference below), with no request.
@@ -143,7 +133,9 @@ export class ReferenceGuard {
       }
     }
     if (foreign.length > 0)
-      throw new ForeignReferenceError([...foreign, ...taken, ...missing].join('; '), foreignTargets);
+      throw new TerminalError(Reason.ForeignReference, [...foreign, ...taken, ...missing].join('; '), {
+        refused: foreignTargets,
+      });
     if (taken.length > 0)
       throw new WaitingError(
         Reason.ClaimTaken,

@@ -668,6 +668,110 @@ describe('a reference whose target changed owner (in memory)', () => {
   });
 });
 
+// One of the render's own objects, deleted by hand and made anew under its name by another
+// deployment: the workloads whose live template names it would take the other's at their next
+// pod start. The full path finds the name taken (the status path sends it there: the uid moved).
+describe("one of the render's own objects held by another owner (in memory)", () => {
+  const shop2: Deployment = {
+    ...defaultDeployment,
+    name: 'shop2',
+    source_config: {
+      ...defaultDeployment.source_config,
+      resource_spec: {
+        sidecars: [
+          {
+            name: 'side',
+            image: 'busybox:1.36',
+            envFrom: [{ secretRef: { name: 'shop2-secrets' } }],
+          },
+        ],
+      },
+    },
+  };
+  const shopSecrets = { apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shop2-secrets' };
+
+  it.each([
+    ['the watch cache', syncedCache],
+    ['reads', () => undefined],
+  ])(
+    'seen through %s: the workloads naming it deleted, DEPLOY_FAILED naming the fields and the object, an Event',
+    async (_, makeCache) => {
+      const cache = makeCache();
+      const { cluster, reconcile, reported, events } = world(fresh, {
+        deployment: shop2,
+        ...(cache ? { cache } : {}),
+      });
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/shop2`]);
+
+      const ours = await cluster.get(shopSecrets);
+      await cluster.delete(shopSecrets);
+      if (ours) cache?.observe({ type: 'DELETED', object: ours });
+      const theirsNow = await cluster.create(secret('shop2-secrets', theirs(listener.id)));
+      cache?.observe({ type: 'ADDED', object: theirsNow });
+
+      const outcome = await reconcile();
+      expect(outcome.result).toBe('terminal');
+      if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ApplyRejected');
+      expect(cluster.names('Deployment')).toEqual([]);
+      const last = (await reported()).at(-1);
+      expect(last?.revision_status).toBe('DEPLOY_FAILED');
+      expect(last?.message).toContain(
+        `Secret/${NAMESPACE}/shop2-secrets belongs to another deployment of this listener`,
+      );
+      expect(last?.message).toContain(
+        'Deployment/shop2 spec.containers[1](side).envFrom[0].secretRef.name names Secret/shop2-secrets',
+      );
+      expect(last?.message).toContain('Deployment/shop2 deleted');
+      expect(events).toContain('ReferenceChangedOwner');
+      // The other deployment's Secret is untouched.
+      expect((await cluster.get(shopSecrets))?.metadata.uid).toBe(theirsNow.metadata.uid);
+
+      // The next look refuses again, and makes nothing that would run on it.
+      expect((await reconcile()).result).toBe('terminal');
+      expect(cluster.names('Deployment')).toEqual([]);
+    },
+  );
+
+  // Its database credentials made anew by another deployment of this listener read as a kept
+  // volume's, waited on for a hand-over: the pods that read them are taken off them meanwhile.
+  it('its database credentials: the workloads reading them deleted while the hand-over is waited on', async () => {
+    const cache = syncedCache();
+    const withDatabase = naming([], { db_storage_gi: 1 });
+    const { cluster, reconcile, reported } = world(fresh, { deployment: withDatabase, cache });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+
+    const credentials = { ...shopSecrets, name: 'hello-db-credentials' };
+    const ours = await cluster.get(credentials);
+    await cluster.delete(credentials);
+    if (ours) cache.observe({ type: 'DELETED', object: ours });
+    const theirsNow = await cluster.create({
+      ...secret('hello-db-credentials'),
+      metadata: {
+        name: 'hello-db-credentials',
+        namespace: NAMESPACE,
+        labels: { ...theirs(listener.id), [LABEL_COMPONENT]: DATABASE_COMPONENT },
+        annotations: { [ANNOTATION_CREATE_ONLY]: 'true', [ANNOTATION_GENERATED_KEYS]: 'password' },
+      },
+    });
+    cache.observe({ type: 'ADDED', object: theirsNow });
+
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
+    expect(error?.reason).toBe('ClaimTaken');
+    expect(error?.message).toContain('StatefulSet/hello-db deleted');
+    expect(error?.message).toContain(
+      'Deployment/hello spec.containers[0](app).env[5].valueFrom.secretKeyRef.name names Secret/hello-db-credentials',
+    );
+    expect(cluster.names('StatefulSet')).toEqual([]);
+    expect(cluster.names('Deployment')).toEqual([]);
+    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    expect((await cluster.get(credentials))?.metadata.uid).toBe(theirsNow.metadata.uid);
+  });
+});
+
 // docs/design.md, "All or nothing", on a first apply: what runs nothing is written first, then every
 // workload but the first is dry-run before any is written.
 describe('a first apply of several workloads (in memory)', () => {
