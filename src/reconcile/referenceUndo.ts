@@ -1,9 +1,10 @@
 // Takes a workload off a reference whose target changed owner since it was judged (docs/design.md,
-// "What a pod may name"): a workload of this deployment whose live pod template names the object
-// is deleted, by uid, so that no pod of it starts again on another's object. Deleted, not scaled
-// to zero: under an autoscaler the agent does not own `replicas` and an autoscaler never scales
-// up from zero, so a workload scaled down would stay down after the fix; deleted, the next good
-// apply makes it whole. Its inventory entry stays, and a StatefulSet's claims stay with their data.
+// "What a pod may name") — a platform object, or one the render makes, now another's: a workload
+// of this deployment whose live pod template names the object is deleted, by uid, so that no pod
+// of it starts again on another's object. Deleted, not scaled to zero: under an autoscaler the
+// agent does not own `replicas` and an autoscaler never scales up from zero, so a workload scaled
+// down would stay down after the fix; deleted, the next good apply makes it whole. Its inventory
+// entry stays, and a StatefulSet's claims stay with their data.
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { isPrunable } from '../objects/ownership.ts';
