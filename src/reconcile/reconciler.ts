@@ -369,9 +369,8 @@ export class Reconciler {
     }
     if (changed.length === 0) return undefined;
     this.#converged.delete(deploymentId);
-    const workloads = converged.entries.filter((e) => POD_TEMPLATE_KINDS.has(e.kind));
     const error = new TerminalError(Reason.ForeignReference, changed.join('; '), { refused: targets });
-    throw await this.#undoReferences(deploymentId, workloads, error, log, signal);
+    throw await this.#undoReferences(deploymentId, converged.entries, error, log, signal);
   }
 
   /**

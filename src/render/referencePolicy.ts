@@ -54,7 +54,7 @@ export function referenceRefusal(
  * What the objects make of each kind a pod may name: the Secrets and ConfigMaps among them, and
  * the claims their StatefulSets will bind.
  */
-export function ownNames(objects: readonly KubeObject[]): OwnNames {
+function ownNames(objects: readonly KubeObject[]): OwnNames {
   const named = (kind: ReferenceKind) =>
     new Set(objects.filter((o) => o.kind === kind).map((o) => o.metadata.name));
   return {
