@@ -4,6 +4,9 @@
 /** The kinds whose pod template a changed render rolls out: the workloads. */
 export const WORKLOAD_KINDS: ReadonlySet<string> = new Set(['Deployment', 'StatefulSet']);
 
+/** The kinds that carry a pod template: the workloads, and the executors' PodTemplate. */
+export const POD_TEMPLATE_KINDS: ReadonlySet<string> = new Set([...WORKLOAD_KINDS, 'PodTemplate']);
+
 /**
  * The kinds whose status counts in a deployment's rollout health (kstatus's checks, and the
  * Gateway's word on an HTTPRoute, KEDA's on a ScaledObject).

@@ -82,17 +82,35 @@ export function isPrunable(live: Labelled, listenerId: string, deploymentId: str
   );
 }
 
+/** Whose an object a pod names is, as the reference rule reads its labels. */
+export type ReferenceOwner =
+  /** Made by the platform team: the agent manages it for no one. */
+  | { readonly owner: 'platform' }
+  /** Carries this deployment's id: usable only as what this render makes (docs/design.md). */
+  | { readonly owner: 'this' }
+  /** The agent's, for another deployment or for itself. */
+  | { readonly owner: 'other'; readonly why: string };
+
 /**
- * Who an object a pod names belongs to, when not to this deployment nor to the platform team:
- * the agent marks all it manages (for any listener) with its managed-by label, and its
- * deployments' objects with their deployment id; undefined when the deployment may use it.
+ * Whose an object a pod names is (docs/design.md, "What a pod may name"): the platform's only when
+ * it carries none of the agent's marks — no managed-by label, no listener id (of any listener),
+ * no deployment id; this deployment's when it carries its id; else the agent's for another
+ * deployment, or for itself.
  */
-export function foreignOwner(live: Labelled, deploymentId: string, listenerId: string): string | undefined {
+export function referenceOwner(live: Labelled, deploymentId: string): ReferenceOwner {
   const { labels } = live.metadata;
-  if (labels[LABEL_MANAGED_BY] !== AGENT_NAME && labels[LABEL_LISTENER_ID] !== listenerId) return undefined;
   const owner = labels[LABEL_DEPLOYMENT_ID];
-  if (owner === deploymentId) return undefined;
-  return owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment';
+  if (owner === deploymentId) return { owner: 'this' };
+  if (
+    labels[LABEL_MANAGED_BY] !== AGENT_NAME &&
+    labels[LABEL_LISTENER_ID] === undefined &&
+    owner === undefined
+  )
+    return { owner: 'platform' };
+  return {
+    owner: 'other',
+    why: owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment',
+  };
 }
 
 /** The component label of a deployment's in-cluster database and of what belongs to it. */

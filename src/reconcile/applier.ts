@@ -83,7 +83,9 @@ export class Applier {
    * by another owner, or by another deployment of this listener whose generated names this one's
    * collide with (never adopted, never overwritten). Every taken name is listed. A miss where that
    * kind's watch in the namespace has listed is not asked (`unread`): its write is create-only
-   * (ABSENT_RESOURCE_VERSION), and meets a same-named object only as a 409 (see #send).
+   * (ABSENT_RESOURCE_VERSION), and meets a same-named object only as a 409 (see #send). The
+   * failure names the taken objects as `refused`: a workload of this deployment that runs on one
+   * (its own Secret, held by another since) is taken off it (referenceUndo.ts).
    */
   async readOwned(
     deploymentId: string,
@@ -94,6 +96,7 @@ export class Applier {
     const unread = new Set<string>();
     const taken: string[] = [];
     const kept: string[] = [];
+    const refused: (ObjectRef & { namespace: string })[] = [];
     const cache = this.#o.cache;
     // At once: mostly cache hits; misses the cache cannot vouch for are GETs that need not wait for each other.
     const reads = await Promise.all(
@@ -114,15 +117,19 @@ export class Applier {
       }
       found.set(id, live);
       const verdict = live && takenBy(object, live, deploymentId);
-      if (verdict) (verdict.handOver ? kept : taken).push(verdict.message);
+      if (!verdict) continue;
+      (verdict.handOver ? kept : taken).push(verdict.message);
+      refused.push(namespacedRef(object));
     }
-    if (taken.length > 0) throw new TerminalError(Reason.ApplyRejected, [...taken, ...kept].join('; '));
+    if (taken.length > 0)
+      throw new TerminalError(Reason.ApplyRejected, [...taken, ...kept].join('; '), { refused });
     // Waited on like the volume's claims (ReferenceGuard): the platform team decides.
     if (kept.length > 0)
       throw new WaitingError(
         Reason.ClaimTaken,
         deploymentId,
         `${kept.join('; ')}; nothing is applied until then`,
+        { refused },
       );
     return { found, unread };
   }
@@ -307,13 +314,15 @@ export class Applier {
     if (!found)
       throw new Error(`${object.kind}/${object.metadata.name} appeared and went while being created`);
     const taken = takenBy(object, found, deploymentId);
+    const refused = [namespacedRef(object)];
     if (taken?.handOver)
       throw new WaitingError(
         Reason.ClaimTaken,
         deploymentId,
         `${taken.message}; nothing is applied until then`,
+        { refused },
       );
-    if (taken) throw new TerminalError(Reason.ApplyRejected, taken.message);
+    if (taken) throw new TerminalError(Reason.ApplyRejected, taken.message, { refused });
     const why = whyWrite(object, found, this.#slim);
     if (why === undefined) return { live: found, before: found, why };
     return { live: await this.#request(object, false, dryRun, signal), before: found, why };
@@ -374,6 +383,10 @@ export function takenBy(
       KEPT_VOLUME_DECISION,
     handOver: true,
   };
+}
+
+function namespacedRef(object: KubeObject): ObjectRef & { namespace: string } {
+  return { ...refOf(object), namespace: object.metadata.namespace ?? '' };
 }
 
 /** readOwned's mark for a miss it did not ask about. */

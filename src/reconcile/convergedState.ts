@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import type { LiveKubeObject } from '../kube/index.ts';
 import type { InventoryEntry } from './inventory.ts';
+import type { JudgedReference } from './referenceGuard.ts';
 
 /**
  * The kinds whose API server bumps `metadata.generation` on every change of their spec, and not on
@@ -39,6 +40,8 @@ export interface ConvergedState {
   readonly entries: readonly InventoryEntry[];
   /** The render's notes for the rollout status (a refused option, a capped value). */
   readonly notes: readonly string[];
+  /** The platform objects the pod templates name, as judged: a change of owner is looked for. */
+  readonly references: readonly JudgedReference[];
 }
 
 /**

@@ -2,7 +2,7 @@
 // with backoff (transient), terminal (failed for good until the input changes) or aborted (cut
 // off by its signal). reconcileWorker is the one place that turns an outcome into queue actions
 // and metric labels.
-import { isTransient, KubeApiError } from '../kube/index.ts';
+import { isTransient, KubeApiError, type ObjectRef } from '../kube/index.ts';
 import { Reason } from '../report/rolloutStatus.ts';
 
 /** Why a reconcile that needs nothing more was done (the `result` label of its duration). */
@@ -25,15 +25,27 @@ export type ReconcileOutcome =
   /** Cut off by its signal (a lost lease, a shutdown): nothing reported, nothing recorded. */
   | { readonly result: 'aborted' };
 
+export interface FailureOptions {
+  readonly cause?: unknown;
+  /**
+   * Objects the deployment's pods must not use, found so by this failure (another's object under
+   * a name its templates name, or its render makes): the workloads whose live template names one
+   * are taken off it before the failure is reported (referenceUndo.ts).
+   */
+  readonly refused?: readonly (ObjectRef & { readonly namespace: string })[];
+}
+
 /** A failure that another attempt would not fix: reported, not retried until the input changes. */
 export class TerminalError extends Error {
   override readonly name = 'TerminalError';
   readonly code = 'TERMINAL';
   readonly reason: Reason;
+  readonly refused: readonly (ObjectRef & { readonly namespace: string })[];
 
-  constructor(reason: Reason, message: string, options?: { cause?: unknown }) {
+  constructor(reason: Reason, message: string, options?: FailureOptions) {
     super(message, options);
     this.reason = reason;
+    this.refused = options?.refused ?? [];
   }
 }
 
@@ -46,11 +58,13 @@ export class WaitingError extends Error {
   readonly code = 'WAITING';
   readonly reason: Reason;
   readonly deploymentId: string;
+  readonly refused: readonly (ObjectRef & { readonly namespace: string })[];
 
-  constructor(reason: Reason, deploymentId: string, message: string, options?: { cause?: unknown }) {
+  constructor(reason: Reason, deploymentId: string, message: string, options?: FailureOptions) {
     super(message, options);
     this.reason = reason;
     this.deploymentId = deploymentId;
+    this.refused = options?.refused ?? [];
   }
 }
 

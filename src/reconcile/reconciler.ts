@@ -4,9 +4,16 @@
 // rolloutReader); this file is the flow. Nothing here depends on which event woke it.
 import type { Logger } from 'pino';
 import type { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
-import { type EventRecorder, isAborted, isNamespaceUnavailable, type LiveKubeObject } from '../kube/index.ts';
+import {
+  type EventRecorder,
+  isAborted,
+  isNamespaceUnavailable,
+  type LiveKubeObject,
+  type ObjectRef,
+  refOf,
+} from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
-import { WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { POD_TEMPLATE_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
 import { LABEL_COMPONENT } from '../objects/ownership.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import {
@@ -48,7 +55,8 @@ import {
 } from './outcome.ts';
 import { Pruner } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
-import { ReferenceGuard } from './referenceGuard.ts';
+import { changedReference, type JudgedReference, ReferenceGuard } from './referenceGuard.ts';
+import { undoReferences } from './referenceUndo.ts';
 import { RolloutReader } from './rolloutReader.ts';
 import { RolloutRechecks } from './rolloutRechecks.ts';
 import { hostLockKey, isRouteKind, routedHosts } from './routedHosts.ts';
@@ -243,13 +251,12 @@ export class Reconciler {
     );
     let applied: { live: Map<string, LiveKubeObject>; wrote: boolean };
     let agentChange: AgentChangeTurn | undefined;
+    let references: JudgedReference[];
     try {
       const steps = this.#applier.plan(objects, await this.#applier.readOwned(deploymentId, objects, signal));
-      // References are judged when a pod template is written: one found as desired was judged
-      // then, and a platform Secret deleted since stops nothing that runs (nor is it read again
-      // at each look of a rollout: the platform's objects are not watched).
-      if (steps.some((step) => step.why !== undefined))
-        await this.#guard.checkReferences(deploymentId, objects, signal);
+      // References are judged at every full reconcile, written or not: nothing is applied, nor
+      // pruned, while a template names what the rule refuses (referenceGuard.ts).
+      references = await this.#guard.checkReferences(deploymentId, objects, signal);
       if (steps.some((step) => step.why !== undefined && isRouteKind(step.object.kind)))
         await this.#guard.checkHosts(deploymentId, namespace, hosts, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
@@ -267,6 +274,12 @@ export class Reconciler {
       applied = first
         ? await this.#applier.firstApply(steps, deploymentId, namespace, logIn, signal)
         : await this.#applier.apply(steps, deploymentId, logIn, signal);
+    } catch (error) {
+      // Refused objects — another's under a name the templates name, or under one this render
+      // makes (its own Secret, deleted and made anew by another deployment): whatever of this
+      // deployment runs on one, rendered now or recorded, is taken off it.
+      const workloads = [...objects.map(refOf), ...previous.flatMap((p) => p.inventory.entries)];
+      throw await this.#undoReferences(deploymentId, workloads, error, logIn, signal);
     } finally {
       release();
     }
@@ -323,6 +336,7 @@ export class Reconciler {
       revisionId,
       entries: next.entries,
       notes: statusNotes,
+      references,
     });
     return this.#afterRollout(deploymentId, status, 'ok');
   }
@@ -342,6 +356,7 @@ export class Reconciler {
     const live = await this.#readLive(entries, signal);
     if (ownedDigest(entries, (e) => live.get(entryId(e)), this.#ownedAnnotations) !== converged.owned)
       return undefined;
+    if ((await this.#referencesChanged(deploymentId, converged, log, signal)) === 'rejudge') return undefined;
     this.#o.metrics.reconcilePaths.inc({ path: 'status' });
     const status = await this.#reportRollout(
       { deploymentId, revisionId, namespace, objects: [...live.values()], live, notes, justApplied: false },
@@ -349,6 +364,71 @@ export class Reconciler {
       signal,
     );
     return this.#afterRollout(deploymentId, status, 'ok');
+  }
+
+  /**
+   * Whether a platform object the pod templates name is another object now, seen in the watch
+   * cache (no request: it holds only this listener's objects, so a hit is a change). Refused by
+   * the rule: its workloads are taken off it and the deployment fails (ForeignReference).
+   * Another platform object: `rejudge`, by the full path.
+   */
+  async #referencesChanged(
+    deploymentId: string,
+    converged: ConvergedState,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<'rejudge' | undefined> {
+    const changed: string[] = [];
+    const targets: JudgedReference['ref'][] = [];
+    for (const judged of converged.references) {
+      const { cache } = this.#o;
+      const live = cache ? cache.get(judged.ref) : await this.#applier.read(judged.ref, signal);
+      const change = changedReference(judged, live, deploymentId);
+      if (change === 'rejudge') return 'rejudge';
+      if (!change) continue;
+      targets.push(judged.ref);
+      for (const path of judged.paths)
+        changed.push(`${path} names ${judged.ref.kind}/${judged.ref.name}, which ${change.owner}`);
+    }
+    if (changed.length === 0) return undefined;
+    this.#converged.delete(deploymentId);
+    const error = new TerminalError(Reason.ForeignReference, changed.join('; '), { refused: targets });
+    throw await this.#undoReferences(deploymentId, converged.entries, error, log, signal);
+  }
+
+  /**
+   * Takes the deployment's workloads (those with a pod template among `workloads`) off the objects
+   * a failure refused (its `refused`); the failure then says what was undone. Any other error is
+   * returned as it is.
+   */
+  async #undoReferences(
+    deploymentId: string,
+    workloads: readonly ObjectRef[],
+    error: unknown,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<unknown> {
+    if (!(error instanceof TerminalError || error instanceof WaitingError) || error.refused.length === 0)
+      return error;
+    const templated = new Map(
+      workloads
+        .filter((ref) => POD_TEMPLATE_KINDS.has(ref.kind))
+        .map((ref) => [entryId({ ...ref, namespace: ref.namespace ?? '' }), ref]),
+    );
+    const undone = await undoReferences(
+      { kube: this.#o.kube, events: this.#o.events, listenerId: () => this.#o.listener().id },
+      deploymentId,
+      [...templated.values()],
+      error.refused,
+      log,
+      signal,
+    );
+    if (undone.length === 0) return error;
+    const message = `${error.message}; ${undone.join('; ')}`;
+    const options = { cause: error.cause, refused: error.refused };
+    return error instanceof WaitingError
+      ? new WaitingError(error.reason, error.deploymentId, message, options)
+      : new TerminalError(error.reason, message, options);
   }
 
   /** The objects as live (the watch cache, else a read), keyed by entry; the absent left out. */

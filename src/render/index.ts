@@ -8,8 +8,8 @@ import { RenderError, type RenderProblem } from './errors.ts';
 import { buildObjects } from './objects.ts';
 import { planDeployment } from './plan.ts';
 import { checkPodSecurity } from './podSecurity.ts';
+import { checkReferencePolicy } from './referencePolicy.ts';
 import type { RenderConfig } from './renderConfig.ts';
-import { checkSecretPolicy } from './secretPolicy.ts';
 
 export type { KubeObject } from '../objects/kubeObject.ts';
 export { RenderError, type RenderProblem } from './errors.ts';
@@ -51,7 +51,7 @@ export function renderDeployment(input: RenderInput, config: RenderConfig): Rend
     const objects = buildObjects(plan, config, input.digestKey);
     const unsafe = [
       ...objects.flatMap((object) => checkPodSecurity(object, config.policy.podSecurity)),
-      ...checkSecretPolicy(objects, config),
+      ...checkReferencePolicy(objects, config),
     ];
     if (unsafe.length > 0) return { ok: false, error: new RenderError(input.deployment.id, unsafe) };
     return {

@@ -27,9 +27,9 @@ import {
 import { objectNames } from './objects.ts';
 import { cpuMillis } from './quantities.ts';
 import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
+import { referenceRefusal } from './referencePolicy.ts';
 import type { RenderConfig } from './renderConfig.ts';
 import { routeKindOf, routePathPrefix } from './routes.ts';
-import { secretRefusal } from './secretPolicy.ts';
 
 export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
 
@@ -462,9 +462,9 @@ function checkSecrets(
     if (seen.has(reference.name))
       problems.add(`secret_references[${i}].name`, `duplicate name ${reference.name}`);
     seen.add(reference.name);
-    // The same policy as every other route to a Secret (secretPolicy.ts), named at this field.
+    // The same policy as every other route to a Secret (referencePolicy.ts), named at this field.
     const refused = isHostname(reference.secret_name)
-      ? secretRefusal(reference.secret_name, ownSecrets, config)
+      ? referenceRefusal('Secret', reference.secret_name, { Secret: ownSecrets }, config)
       : 'is not a valid Secret name';
     if (refused) problems.add(`secret_references[${i}].secret_name`, refused);
     if (!isSecretKey(reference.secret_key))
@@ -600,6 +600,19 @@ function metadataKeyRefusal(
   return undefined;
 }
 
+/**
+ * The projected volume sources a deployment may use, by allow-list: a source added to Kubernetes
+ * later (`podCertificate`, `clusterTrustBundle`, …) issues or reads what the platform has not
+ * vouched for, so it is refused until listed. `serviceAccountToken` only with
+ * `render.policy.serviceAccountTokens`.
+ */
+const PROJECTED_SOURCES: ReadonlySet<string> = new Set([
+  'secret',
+  'configMap',
+  'downwardAPI',
+  'serviceAccountToken',
+]);
+
 function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, problems: Problems): void {
   const volumes = new Set<string>();
   spec.volumes?.forEach((volume, i) => {
@@ -622,16 +635,20 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
     }
     const sources = volume.projected?.sources;
     (Array.isArray(sources) ? sources : []).forEach((source: unknown, j) => {
-      if (
-        !config.policy.serviceAccountTokens &&
-        typeof source === 'object' &&
-        source !== null &&
-        'serviceAccountToken' in source
-      )
-        problems.add(
-          `${SPEC}.volumes[${i}].projected.sources[${j}].serviceAccountToken`,
-          'service-account tokens are not allowed by render.policy.serviceAccountTokens',
-        );
+      const at = `${SPEC}.volumes[${i}].projected.sources[${j}]`;
+      for (const key of typeof source === 'object' && source !== null ? Object.keys(source) : []) {
+        if (key === 'serviceAccountToken' && !config.policy.serviceAccountTokens)
+          problems.add(
+            `${at}.serviceAccountToken`,
+            'service-account tokens are not allowed by render.policy.serviceAccountTokens',
+          );
+        else if (!PROJECTED_SOURCES.has(key))
+          // A field name is quoted only when it reads as one: the key is tenant input.
+          problems.add(
+            /^[A-Za-z]{1,64}$/.test(key) ? `${at}.${key}` : at,
+            `is not a projected source a deployment may use (${[...PROJECTED_SOURCES].join(', ')})`,
+          );
+      }
     });
   });
   checkMounts(spec.volume_mounts ?? [], `${SPEC}.volume_mounts`, volumes, problems);

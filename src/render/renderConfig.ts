@@ -592,6 +592,18 @@ export const RenderConfig = z
           .describe(
             "Secrets a deployment's pods may name (names or `*` patterns), by every route a pod names one: `secret_references`, a sidecar's or init container's `env` (`secretKeyRef`) and `envFrom`, `secret` volumes and projected `secret` sources, a CSI volume's `nodePublishSecretRef`, `image_pull_secrets`. The Secrets the agent generates for the deployment itself are always its own; the Ingress TLS Secret (`render.ingress.tlsSecretName`) and the agent's digest-key Secret never, whatever this says; nor a Secret the agent manages for another deployment.",
           ),
+        configMapReferences: z
+          .array(z.string().min(1))
+          .default(['*'])
+          .describe(
+            "ConfigMaps a deployment's pods may name (names or `*` patterns), by every route a pod names one: a sidecar's or init container's `env` (`configMapKeyRef`) and `envFrom`, `configMap` volumes and projected `configMap` sources. Any by default, as Secrets: what the platform team made in a deployment's namespace is there for it, and no list keeps a deployment from another's objects — a ConfigMap the agent manages for another deployment, or keeps for itself, is refused whatever this says. ConfigMaps the agent makes for the deployment itself are always its own. Narrow it to the platform's shared ones (a CA bundle, `kube-root-ca.crt`) where the namespace holds ConfigMaps that are not every deployment's to read.",
+          ),
+        claimReferences: z
+          .array(z.string().min(1))
+          .default(['*'])
+          .describe(
+            "PersistentVolumeClaims a deployment's pods may name in a `persistentVolumeClaim` volume (names or `*` patterns). Any by default, as Secrets: a claim the agent manages for another deployment (a database volume, kept or not) is refused whatever this says. The claims the deployment's own StatefulSets bind are always its own. Narrow it to the volumes the platform team made for deployments to share where the namespace holds others.",
+          ),
         serviceAccountTokens: z
           .boolean()
           .default(false)

@@ -291,6 +291,67 @@ describe("an object the agent keeps for another listener's deployment", () => {
   });
 });
 
+// A deployment names its own generated Secret, then its name changes: the Secret of the old name
+// must neither be pruned from under it nor become another deployment's that it still mounts.
+describe('a reference that outlives a rename', () => {
+  it('waits, keeps the Secret it names, and never mounts the one a later deployment of the old name gets', async () => {
+    const first = await setup.world.client.createDeployment(
+      app(setup.world, 'stall', setup.ns, {
+        ...source({
+          min_scale: 1,
+          max_scale: 1,
+          cpu: 0.05,
+          memory_mb: 32,
+          volumes: [{ name: 'own', secret: { secretName: 'stall-secrets', optional: true } }],
+          volume_mounts: [{ name: 'own', mountPath: '/own' }],
+        }),
+        secrets: [{ name: 'API_TOKEN', value: 'first-value' }],
+      }),
+    );
+    await waitForRevision(setup.world, first, 'DEPLOYED');
+    const readSecret = async () =>
+      (await setup.world.kube.core.listNamespacedSecret({ namespace: setup.ns })).items.find(
+        (s) => s.metadata?.name === 'stall-secrets',
+      );
+    const made = await readSecret();
+    expect(made?.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+
+    // The control plane renames it (its interface has no PATCH of a name: changed in its store).
+    const stored = setup.world.emulator.store.getDeployment(first.id);
+    stored.name = 'stall2';
+    stored.updated_at = new Date().toISOString();
+    await eventually(
+      'the renamed deployment waiting on the Secret of its old name',
+      async () =>
+        lastMessage(first.id).includes(
+          "Deployment/stall2 spec.volumes[0].secret.secretName names Secret/stall-secrets, which carries this deployment's id",
+        )
+          ? true
+          : undefined,
+      60_000,
+    );
+    // Nothing of the new name written, nothing of the old pruned: the Secret is the one it had.
+    expect(await objectsOf(first.id)).toEqual(
+      expect.arrayContaining(['Deployment/stall', 'Secret/stall-secrets']),
+    );
+    expect((await objectsOf(first.id)).filter((n) => n.includes('stall2'))).toEqual([]);
+    expect((await readSecret())?.metadata?.uid).toBe(made?.metadata?.uid);
+
+    // A later deployment of the old name gets no `stall-secrets` of its own under the first's pods.
+    const second = await setup.world.client.createDeployment(
+      app(setup.world, 'stall', setup.ns, {
+        ...source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 }),
+        secrets: [{ name: 'API_TOKEN', value: 'second-value' }],
+      }),
+    );
+    await waitForRevision(setup.world, second, 'DEPLOY_FAILED');
+    const after = await readSecret();
+    expect(after?.metadata?.uid).toBe(made?.metadata?.uid);
+    expect(after?.metadata?.labels?.[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+    expect(await objectsOf(second.id)).toEqual([]);
+  }, 120_000);
+});
+
 describe("a deleted deployment's kept database volume", () => {
   it('is never bound, nor its password taken, by a later deployment of the same name, unless handed over by the platform team', async () => {
     const spec = source({ min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, db_storage_gi: 1 });

@@ -398,7 +398,7 @@ describe('references of a deployment’s pods (in memory)', () => {
       { verb: 'get', kind: 'PersistentVolumeClaim', namespace: NAMESPACE },
     ]);
   });
-  it('judges references when a pod template is written: a platform Secret deleted since stops nothing, and is not asked again', async () => {
+  it('a platform Secret deleted since is no change of owner: the status path stops nothing, and asks nothing', async () => {
     const platform = naming([{ name: 'platform', secret: { secretName: 'shared-tls' } }]);
     const { cluster, reconcile, reported } = world(fresh, { deployment: platform, cache: syncedCache() });
     await cluster.create(secret('shared-tls'));
@@ -408,6 +408,369 @@ describe('references of a deployment’s pods (in memory)', () => {
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.calls.slice(before).filter((c) => c.kind === 'Secret')).toEqual([]);
     expect((await reported()).every((r) => r.revision_status !== 'DEPLOY_FAILED')).toBe(true);
+  });
+});
+
+// docs/design.md, "What a pod may name": (a) what this same render makes, or (b) a platform object
+// that exists. One carrying this deployment's id that this render does not make counts as missing.
+describe('references by construction (in memory)', () => {
+  const own = { [LABEL_MANAGED_BY]: AGENT_NAME, [LABEL_LISTENER_ID]: listener.id };
+  const ofThis = { ...own, [LABEL_DEPLOYMENT_ID]: defaultDeployment.id };
+  const configMap = (name: string, labels: Record<string, string>): KubeObject => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name, namespace: NAMESPACE, labels, annotations: {} },
+    data: { k: 'v' },
+  });
+  const sidecar = (fields: Record<string, unknown>) => ({
+    sidecars: [{ name: 'side', image: 'busybox:1.36', ...fields }],
+  });
+  const volume = (source: Record<string, unknown>): ResourceSpec => ({
+    volumes: [{ name: 'v', ...source }],
+    volume_mounts: [{ name: 'v', mountPath: '/v' }],
+  });
+  const csi = RenderConfig.parse({ policy: { csiDrivers: ['secrets-store.csi.k8s.io'] } });
+  interface Route {
+    readonly route: string;
+    readonly kind: 'Secret' | 'ConfigMap';
+    readonly spec: (name: string) => ResourceSpec;
+    readonly renderConfig?: RenderConfig;
+  }
+  const routes: readonly Route[] = [
+    {
+      route: 'env secretKeyRef',
+      kind: 'Secret',
+      spec: (n) => sidecar({ env: [{ name: 'X', valueFrom: { secretKeyRef: { name: n, key: 'k' } } }] }),
+    },
+    {
+      route: 'env configMapKeyRef',
+      kind: 'ConfigMap',
+      spec: (n) => sidecar({ env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: n, key: 'k' } } }] }),
+    },
+    {
+      route: 'envFrom secretRef',
+      kind: 'Secret',
+      spec: (n) => sidecar({ envFrom: [{ secretRef: { name: n } }] }),
+    },
+    {
+      route: 'envFrom configMapRef',
+      kind: 'ConfigMap',
+      spec: (n) => sidecar({ envFrom: [{ configMapRef: { name: n } }] }),
+    },
+    {
+      route: 'a secret volume',
+      kind: 'Secret',
+      spec: (n) => volume({ secret: { secretName: n, optional: true } }),
+    },
+    {
+      route: 'a configMap volume',
+      kind: 'ConfigMap',
+      spec: (n) => volume({ configMap: { name: n, optional: true } }),
+    },
+    {
+      route: 'a CSI nodePublishSecretRef',
+      kind: 'Secret',
+      spec: (n) => volume({ csi: { driver: 'secrets-store.csi.k8s.io', nodePublishSecretRef: { name: n } } }),
+      renderConfig: csi,
+    },
+    {
+      route: 'a projected secret',
+      kind: 'Secret',
+      spec: (n) => volume({ projected: { sources: [{ secret: { name: n } }] } }),
+    },
+    {
+      route: 'a projected configMap',
+      kind: 'ConfigMap',
+      spec: (n) => volume({ projected: { sources: [{ configMap: { name: n } }] } }),
+    },
+    { route: 'image_pull_secrets', kind: 'Secret', spec: (n) => ({ image_pull_secrets: [{ name: n }] }) },
+  ];
+  const withSpec = (spec: ResourceSpec): Deployment => ({
+    ...defaultDeployment,
+    source_config: { ...defaultDeployment.source_config, resource_spec: spec },
+  });
+
+  it.each(routes)(
+    'by $route, an object of this deployment’s id its render does not make counts as missing: waiting, nothing written',
+    async ({ kind, spec, renderConfig }) => {
+      const { cluster, reconcile } = world(fresh, {
+        deployment: withSpec(spec('old-name')),
+        ...(renderConfig ? { renderConfig } : {}),
+      });
+      await cluster.create(kind === 'Secret' ? secret('old-name', ofThis) : configMap('old-name', ofThis));
+      const before = cluster.calls.length;
+      const outcome = await reconcile();
+      expect(outcome.result).toBe('retry');
+      const error = outcome.result === 'retry' ? outcome.error : undefined;
+      expect((error as WaitingError).reason).toBe('ReferenceMissing');
+      expect((error as WaitingError).message).toContain(
+        `names ${kind}/old-name, which carries this deployment's id but is not made by its render`,
+      );
+      expect(writes(cluster.calls.slice(before))).toEqual([]);
+    },
+  );
+
+  it.each(routes.filter(({ kind }) => kind === 'Secret'))(
+    'by $route, the Secret its own render makes is used',
+    async ({ spec, renderConfig }) => {
+      const { cluster, reconcile } = world(fresh, {
+        deployment: withSpec(spec('hello-secrets')),
+        ...(renderConfig ? { renderConfig } : {}),
+      });
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+    },
+  );
+
+  it('by a persistentVolumeClaim volume: a claim of this deployment’s id its StatefulSets do not bind counts as missing; the one they bind is used', async () => {
+    const earlier = naming([{ name: 'v', persistentVolumeClaim: { claimName: 'data-old-db-0' } }]);
+    const { cluster, reconcile, desired } = world(fresh, { deployment: earlier });
+    await cluster.create(claim('data-old-db-0', ofThis));
+    const before = cluster.calls.length;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    expect(outcome.result === 'retry' ? (outcome.error as WaitingError).reason : '').toBe('ReferenceMissing');
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+
+    // Its claim template's claim, kept under this id, is this render's own.
+    const current = naming([{ name: 'v', persistentVolumeClaim: { claimName: 'data-hello-db-0' } }], {
+      db_storage_gi: 1,
+    });
+    await cluster.create(claim('data-hello-db-0', ofThis));
+    desired.set(current.id, { kind: 'present', deployment: current, target: fresh, fingerprint: 'f2' });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+  });
+
+  it('by a claim template: a claim of the platform’s under its name is waited on, not bound', async () => {
+    const { cluster, reconcile } = world(fresh, { deployment: naming([], { db_storage_gi: 1 }) });
+    await cluster.create(claim('data-hello-db-0', {}));
+    const outcome = await reconcile();
+    expect(outcome.result === 'retry' ? (outcome.error as WaitingError).reason : '').toBe('ClaimTaken');
+    expect(cluster.names('StatefulSet')).toEqual([]);
+  });
+
+  it('refuses an object of another listener’s agent that carries no managed-by label', async () => {
+    const { cluster, reconcile } = world(fresh, {
+      deployment: naming([{ name: 'v', secret: { secretName: 'elsewhere' } }]),
+    });
+    await cluster.create(secret('elsewhere', { [LABEL_LISTENER_ID]: OTHER_LISTENER }));
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    expect(outcome.result === 'terminal' ? outcome.error.message : '').toContain(
+      'names Secret/elsewhere, which the agent keeps for itself',
+    );
+  });
+
+  // A renamed deployment that still names its own generated Secret of the old name: were that
+  // Secret pruned, the next deployment of the old name would get it made anew, under its pods.
+  it('a rename that still names the old name’s Secret waits: not pruned, and never another deployment’s', async () => {
+    const shop = (id: string, name: string): Deployment => ({
+      ...naming([{ name: 'old', secret: { secretName: 'shop-secrets', optional: true } }]),
+      id,
+      name,
+    });
+    const shopSecrets = { apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shop-secrets' };
+    const first = shop(defaultDeployment.id, 'shop');
+    const { cluster, reconciler, desired } = world(fresh, { deployment: first });
+    expect((await reconciler.reconcile(first.id)).result).toMatch(/^(done|requeue)$/);
+    const made = await cluster.get(shopSecrets);
+    expect(made?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+
+    desired.set(first.id, {
+      kind: 'present',
+      deployment: { ...first, name: 'shop2' },
+      target: fresh,
+      fingerprint: 'f2',
+    });
+    const before = cluster.calls.length;
+    const outcome = await reconciler.reconcile(first.id);
+    expect(outcome.result).toBe('retry');
+    expect(outcome.result === 'retry' ? (outcome.error as WaitingError).message : '').toContain(
+      "Deployment/shop2 spec.volumes[0].secret.secretName names Secret/shop-secrets, which carries this deployment's id",
+    );
+    expect(writes(cluster.calls.slice(before))).toEqual([]);
+    const kept = await cluster.get(shopSecrets);
+    expect(kept?.metadata.uid).toBe(made?.metadata.uid);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/shop`]);
+
+    // Another deployment named `shop` cannot have its own `shop-secrets` made under the first's pods.
+    const second = shop(OTHER_DEPLOYMENT, 'shop');
+    desired.set(second.id, { kind: 'present', deployment: second, target: fresh, fingerprint: 'g1' });
+    expect((await reconciler.reconcile(second.id)).result).toBe('terminal');
+    const after = await cluster.get(shopSecrets);
+    expect(after?.metadata.uid).toBe(made?.metadata.uid);
+    expect(after?.metadata.labels[LABEL_DEPLOYMENT_ID]).toBe(first.id);
+  });
+});
+
+// A target that changed owner since it was judged, caught at the next look.
+describe('a reference whose target changed owner (in memory)', () => {
+  const platform = naming([{ name: 'platform', secret: { secretName: 'shared-tls' } }]);
+  const shared = { apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shared-tls' };
+
+  /** The platform's Secret deleted, and the agent's of another deployment made under its name. */
+  async function takenOver(cluster: MemoryCluster, cache: ObjectCache): Promise<void> {
+    await cluster.delete(shared);
+    const theirsNow = await cluster.create(secret('shared-tls', theirs(listener.id)));
+    cache.observe({ type: 'ADDED', object: theirsNow });
+  }
+
+  it('a converged look at a platform reference sends no request', async () => {
+    const cache = syncedCache();
+    const { cluster, reconcile } = world(fresh, { deployment: platform, cache });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    const before = cluster.calls.length;
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.calls.slice(before).filter((c) => c.verb === 'get' || c.verb === 'list')).toEqual([]);
+  });
+
+  it('is caught on the status path: the workload naming it deleted, DEPLOY_FAILED naming field and object, an Event', async () => {
+    const cache = syncedCache();
+    const { cluster, reconcile, reported, events } = world(fresh, { deployment: platform, cache });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/hello`]);
+
+    await takenOver(cluster, cache);
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('terminal');
+    if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ForeignReference');
+    expect(cluster.names('Deployment')).toEqual([]);
+    const last = (await reported()).at(-1);
+    expect(last?.revision_status).toBe('DEPLOY_FAILED');
+    expect(last?.message).toContain(
+      'Deployment/hello spec.volumes[0].secret.secretName names Secret/shared-tls, which belongs to another deployment',
+    );
+    expect(last?.message).toContain('Deployment/hello deleted');
+    expect(events).toContain('ReferenceChangedOwner');
+    // Its Secret and inventory stay; the other deployment's Secret is untouched.
+    expect(cluster.names('Secret')).toEqual([
+      `Secret/${NAMESPACE}/hello-secrets`,
+      `Secret/${NAMESPACE}/shared-tls`,
+    ]);
+
+    // The next look (a full one) refuses again, and makes nothing that would run on it.
+    expect((await reconcile()).result).toBe('terminal');
+    expect(cluster.names('Deployment')).toEqual([]);
+  });
+
+  it('is caught by a full reconcile too, and only a workload that runs on it is taken off it', async () => {
+    const cache = syncedCache();
+    const { cluster, reconcile, desired } = world(fresh, { deployment: platform, cache });
+    await cluster.create(secret('shared-tls'));
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    await takenOver(cluster, cache);
+    // A new input at the same time: the full path judges it.
+    const changed = { ...platform, secrets: [{ name: 'API_TOKEN', value: 'another-value' }] };
+    desired.set(platform.id, { kind: 'present', deployment: changed, target: fresh, fingerprint: 'f2' });
+    expect((await reconcile()).result).toBe('terminal');
+    expect(cluster.names('Deployment')).toEqual([]);
+  });
+});
+
+// One of the render's own objects, deleted by hand and made anew under its name by another
+// deployment: the workloads whose live template names it would take the other's at their next
+// pod start. The full path finds the name taken (the status path sends it there: the uid moved).
+describe("one of the render's own objects held by another owner (in memory)", () => {
+  const shop2: Deployment = {
+    ...defaultDeployment,
+    name: 'shop2',
+    source_config: {
+      ...defaultDeployment.source_config,
+      resource_spec: {
+        sidecars: [
+          {
+            name: 'side',
+            image: 'busybox:1.36',
+            envFrom: [{ secretRef: { name: 'shop2-secrets' } }],
+          },
+        ],
+      },
+    },
+  };
+  const shopSecrets = { apiVersion: 'v1', kind: 'Secret', namespace: NAMESPACE, name: 'shop2-secrets' };
+
+  it.each([
+    ['the watch cache', syncedCache],
+    ['reads', () => undefined],
+  ])(
+    'seen through %s: the workloads naming it deleted, DEPLOY_FAILED naming the fields and the object, an Event',
+    async (_, makeCache) => {
+      const cache = makeCache();
+      const { cluster, reconcile, reported, events } = world(fresh, {
+        deployment: shop2,
+        ...(cache ? { cache } : {}),
+      });
+      expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+      expect(cluster.names('Deployment')).toEqual([`Deployment/${NAMESPACE}/shop2`]);
+
+      const ours = await cluster.get(shopSecrets);
+      await cluster.delete(shopSecrets);
+      if (ours) cache?.observe({ type: 'DELETED', object: ours });
+      const theirsNow = await cluster.create(secret('shop2-secrets', theirs(listener.id)));
+      cache?.observe({ type: 'ADDED', object: theirsNow });
+
+      const outcome = await reconcile();
+      expect(outcome.result).toBe('terminal');
+      if (outcome.result === 'terminal') expect(outcome.error.reason).toBe('ApplyRejected');
+      expect(cluster.names('Deployment')).toEqual([]);
+      const last = (await reported()).at(-1);
+      expect(last?.revision_status).toBe('DEPLOY_FAILED');
+      expect(last?.message).toContain(
+        `Secret/${NAMESPACE}/shop2-secrets belongs to another deployment of this listener`,
+      );
+      expect(last?.message).toContain(
+        'Deployment/shop2 spec.containers[1](side).envFrom[0].secretRef.name names Secret/shop2-secrets',
+      );
+      expect(last?.message).toContain('Deployment/shop2 deleted');
+      expect(events).toContain('ReferenceChangedOwner');
+      // The other deployment's Secret is untouched.
+      expect((await cluster.get(shopSecrets))?.metadata.uid).toBe(theirsNow.metadata.uid);
+
+      // The next look refuses again, and makes nothing that would run on it.
+      expect((await reconcile()).result).toBe('terminal');
+      expect(cluster.names('Deployment')).toEqual([]);
+    },
+  );
+
+  // Its database credentials made anew by another deployment of this listener read as a kept
+  // volume's, waited on for a hand-over: the pods that read them are taken off them meanwhile.
+  it('its database credentials: the workloads reading them deleted while the hand-over is waited on', async () => {
+    const cache = syncedCache();
+    const withDatabase = naming([], { db_storage_gi: 1 });
+    const { cluster, reconcile, reported } = world(fresh, { deployment: withDatabase, cache });
+    expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
+    expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
+
+    const credentials = { ...shopSecrets, name: 'hello-db-credentials' };
+    const ours = await cluster.get(credentials);
+    await cluster.delete(credentials);
+    if (ours) cache.observe({ type: 'DELETED', object: ours });
+    const theirsNow = await cluster.create({
+      ...secret('hello-db-credentials'),
+      metadata: {
+        name: 'hello-db-credentials',
+        namespace: NAMESPACE,
+        labels: { ...theirs(listener.id), [LABEL_COMPONENT]: DATABASE_COMPONENT },
+        annotations: { [ANNOTATION_CREATE_ONLY]: 'true', [ANNOTATION_GENERATED_KEYS]: 'password' },
+      },
+    });
+    cache.observe({ type: 'ADDED', object: theirsNow });
+
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    const error = outcome.result === 'retry' ? (outcome.error as WaitingError) : undefined;
+    expect(error?.reason).toBe('ClaimTaken');
+    expect(error?.message).toContain('StatefulSet/hello-db deleted');
+    expect(error?.message).toContain(
+      'Deployment/hello spec.containers[0](app).env[5].valueFrom.secretKeyRef.name names Secret/hello-db-credentials',
+    );
+    expect(cluster.names('StatefulSet')).toEqual([]);
+    expect(cluster.names('Deployment')).toEqual([]);
+    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    expect((await cluster.get(credentials))?.metadata.uid).toBe(theirsNow.metadata.uid);
   });
 });
 

@@ -1053,6 +1053,42 @@ describe('service accounts by policy', () => {
     });
     expect(renderDeployment(input, config({ policy: { serviceAccountTokens: true } })).ok).toBe(true);
   });
+
+  // Projected sources by allow-list: one Kubernetes adds later issues or reads what the platform
+  // has not vouched for (a pod certificate, a cluster's trust bundle).
+  it.each([
+    ['podCertificate', { signerName: 'example.test/signer', keyType: 'ED25519', credentialBundlePath: 'c' }],
+    ['clusterTrustBundle', { signerName: 'example.test/signer', path: 'bundle.pem' }],
+    ['somethingNew', {}],
+  ])('refuses a projected %s source, naming the field, whatever the token policy', (key, value) => {
+    const input = withSpec({
+      volumes: [{ name: 'p', projected: { sources: [{ configMap: { name: 'ca' } }, { [key]: value }] } }],
+    });
+    for (const tokens of [false, true])
+      expect(problems(input, config({ policy: { serviceAccountTokens: tokens } }))).toEqual({
+        [`source_config.resource_spec.volumes[0].projected.sources[1].${key}`]: expect.stringContaining(
+          'is not a projected source a deployment may use (secret, configMap, downwardAPI, serviceAccountToken)',
+        ),
+      });
+  });
+
+  it('takes projected secret, configMap and downwardAPI sources', () => {
+    const input = withSpec({
+      volumes: [
+        {
+          name: 'p',
+          projected: {
+            sources: [
+              { secret: { name: 'shared-ca' } },
+              { configMap: { name: 'ca' } },
+              { downwardAPI: { items: [{ path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } }] } },
+            ],
+          },
+        },
+      ],
+    });
+    expect(renderDeployment(input, config()).ok).toBe(true);
+  });
 });
 
 // What a pod names (docs/design.md, "What a pod may name"), found wherever a pod can name it.

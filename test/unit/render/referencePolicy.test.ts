@@ -1,7 +1,8 @@
-// One Secret policy over every route by which a deployment's pods can name a Secret. The table
-// below has a row for each field of the deployment schema — and, under its free-form fields, of
-// the Kubernetes types they hold — whose name says Secret; the schema is walked, so a field added
-// later without a row (and so without the check) fails here.
+// One reference policy over every route by which a deployment's pods can name a Secret, a
+// ConfigMap or a volume claim. The tables below have a row for each field of the deployment schema
+// — and, under its free-form fields, of the Kubernetes types they hold — whose name says Secret,
+// ConfigMap or claim; the schema is walked, so a field added later without a row (and so without
+// the check) fails here.
 import * as k8s from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -49,8 +50,8 @@ const FREE_FORM_TYPES: Record<string, string | null> = {
 type AttributeTypeMap = { name: string; type: string }[];
 const kubernetesTypes = k8s as unknown as Record<string, { getAttributeTypeMap?: () => AttributeTypeMap }>;
 
-/** Every field path whose key says Secret, under the zod schema and the Kubernetes types it holds. */
-function secretFields(schema: z.ZodType): string[] {
+/** Every field path whose key says `what`, under the zod schema and the Kubernetes types it holds. */
+function fieldsNaming(what: RegExp, schema: z.ZodType): string[] {
   const found: string[] = [];
   const visitKubernetes = (type: string, path: string, depth: number) => {
     const element = /^Array<(.+)>$/.exec(type)?.[1];
@@ -59,7 +60,7 @@ function secretFields(schema: z.ZodType): string[] {
     if (!attributes || depth > 8) return;
     for (const attribute of attributes) {
       const at = `${path}.${attribute.name}`;
-      if (/secret/i.test(attribute.name)) found.push(at);
+      if (what.test(attribute.name)) found.push(at);
       else visitKubernetes(attribute.type, at, depth + 1);
     }
   };
@@ -81,7 +82,7 @@ function secretFields(schema: z.ZodType): string[] {
     if (!(node instanceof z.ZodObject)) return;
     for (const [key, child] of Object.entries(node.shape)) {
       const at = path ? `${path}.${key}` : key;
-      if (/secret/i.test(key)) found.push(at);
+      if (what.test(key)) found.push(at);
       else visit(child as z.ZodType, at);
     }
   };
@@ -228,14 +229,16 @@ describe('every field of the deployment schema that names a Secret', () => {
         envFrom: z.array(z.record(z.string(), z.unknown())),
       }),
     });
-    expect(() => secretFields(schema)).toThrow('free-form field spec.envFrom[] has no Kubernetes type here');
-    expect(secretFields(z.object({ spec: z.object({ pullSecret: z.string().nullish() }) }))).toEqual([
-      'spec.pullSecret',
-    ]);
+    expect(() => fieldsNaming(/secret/i, schema)).toThrow(
+      'free-form field spec.envFrom[] has no Kubernetes type here',
+    );
+    expect(
+      fieldsNaming(/secret/i, z.object({ spec: z.object({ pullSecret: z.string().nullish() }) })),
+    ).toEqual(['spec.pullSecret']);
   });
 
   it('has a row in the table (walked from the schema and the Kubernetes types of its free-form fields)', () => {
-    const fields = secretFields(Deployment);
+    const fields = fieldsNaming(/secret/i, Deployment);
     expect(fields).toEqual([...Object.keys(ROUTES), ...Object.keys(NOT_A_ROUTE)].sort());
   });
 
@@ -308,6 +311,129 @@ describe("a deployment's own Secrets", () => {
     ).toEqual({
       'Deployment/hello spec.containers[1](log).envFrom[0].secretRef.name':
         'Secret hello-db-credentials is not allowed by render.policy.secretReferences (none)',
+    });
+  });
+});
+
+// --- ConfigMaps and claims -------------------------------------------------------------------
+
+const envFromConfigMap = (name: string) => ({ envFrom: [{ configMapRef: { name } }] });
+const envConfigMap = (name: string) => ({
+  env: [{ name: 'SETTING', valueFrom: { configMapKeyRef: { name, key: 'setting' } } }],
+});
+
+const CONFIG_MAP_ROUTES: Record<string, readonly Route[]> = {
+  'source_config.resource_spec.volumes[].configMap': [
+    {
+      naming: (name) => withSpec(mounted({ name: 'v', configMap: { name } })),
+      path: 'Deployment/hello spec.volumes[0].configMap.name',
+    },
+  ],
+  'source_config.resource_spec.volumes[].projected.sources[].configMap': [
+    {
+      naming: (name) =>
+        withSpec(
+          mounted({ name: 'v', projected: { sources: [{ downwardAPI: {} }, { configMap: { name } }] } }),
+        ),
+      path: 'Deployment/hello spec.volumes[0].projected.sources[1].configMap.name',
+    },
+  ],
+  'source_config.resource_spec.sidecars[].env[].valueFrom.configMapKeyRef': [
+    {
+      naming: inContainer('sidecars', envConfigMap),
+      path: 'Deployment/hello spec.containers[1](log).env[0].valueFrom.configMapKeyRef.name',
+    },
+  ],
+  'source_config.resource_spec.sidecars[].envFrom[].configMapRef': [
+    {
+      naming: inContainer('sidecars', envFromConfigMap),
+      path: 'Deployment/hello spec.containers[1](log).envFrom[0].configMapRef.name',
+    },
+  ],
+  'source_config.resource_spec.init_containers[].env[].valueFrom.configMapKeyRef': [
+    {
+      naming: inContainer('init_containers', envConfigMap),
+      path: 'Deployment/hello spec.initContainers[0](log).env[0].valueFrom.configMapKeyRef.name',
+    },
+    {
+      naming: inContainer('init_containers', nativeSidecar(envConfigMap)),
+      path: 'Deployment/hello spec.initContainers[0](log).env[0].valueFrom.configMapKeyRef.name',
+    },
+  ],
+  'source_config.resource_spec.init_containers[].envFrom[].configMapRef': [
+    {
+      naming: inContainer('init_containers', envFromConfigMap),
+      path: 'Deployment/hello spec.initContainers[0](log).envFrom[0].configMapRef.name',
+    },
+    {
+      naming: inContainer('init_containers', nativeSidecar(envFromConfigMap)),
+      path: 'Deployment/hello spec.initContainers[0](log).envFrom[0].configMapRef.name',
+    },
+  ],
+};
+
+const CLAIM_ROUTES: Record<string, readonly Route[]> = {
+  'source_config.resource_spec.volumes[].persistentVolumeClaim': [
+    {
+      naming: (name) => withSpec(mounted({ name: 'v', persistentVolumeClaim: { claimName: name } })),
+      path: 'Deployment/hello spec.volumes[0].persistentVolumeClaim.claimName',
+    },
+  ],
+};
+
+const OTHER_KINDS = [
+  { kind: 'ConfigMap', says: /config_?map/i, routes: CONFIG_MAP_ROUTES, key: 'configMapReferences' },
+  { kind: 'PersistentVolumeClaim', says: /claim/i, routes: CLAIM_ROUTES, key: 'claimReferences' },
+] as const;
+
+describe.each(OTHER_KINDS)(
+  'every field of the deployment schema that names a $kind',
+  ({ kind, says, routes, key }) => {
+    const kindRows = Object.entries(routes).flatMap(([field, list]) =>
+      list.map((route, i) => [`${field}${list.length > 1 ? ` (${i})` : ''}`, route] as const),
+    );
+    const listing = (patterns: string[]): RenderConfigInput => ({ policy: { [key]: patterns } });
+
+    it('has a row in the table (walked from the schema and the Kubernetes types of its free-form fields)', () => {
+      expect(fieldsNaming(says, Deployment)).toEqual(Object.keys(routes).sort());
+    });
+
+    it.each(kindRows)('%s: one the list refuses is refused, naming the field', (_field, route) => {
+      expect(refusal(route.naming('payroll'), listing(['shared-*']))).toEqual({
+        [route.path]: `${kind} payroll is not allowed by render.policy.${key} (shared-*)`,
+      });
+      expect(refusal(route.naming('payroll'), listing([]))).toEqual({
+        [route.path]: `${kind} payroll is not allowed by render.policy.${key} (none)`,
+      });
+    });
+
+    it.each(kindRows)('%s: one the list allows is used, and any by default', (_field, route) => {
+      for (const overrides of [listing(['shared-*']), {}]) {
+        const result = renderDeployment(route.naming('shared-config'), cfg(overrides));
+        if (!result.ok) throw result.error;
+        expect(JSON.stringify(result.value.objects)).toContain('"shared-config"');
+      }
+    });
+  },
+);
+
+describe("a deployment's own claims", () => {
+  const naming = (claimName: string, extra: ResourceSpec = {}): RenderInput =>
+    withSpec({ ...mounted({ name: 'v', persistentVolumeClaim: { claimName } }), ...extra });
+
+  it('are those its StatefulSets bind, used whatever the list says', () => {
+    const result = renderDeployment(
+      naming('data-hello-db-0', { db_storage_gi: 1 }),
+      cfg({ policy: { claimReferences: [] } }),
+    );
+    if (!result.ok) throw result.error;
+    expect(JSON.stringify(result.value.objects)).toContain('"claimName":"data-hello-db-0"');
+  });
+
+  it('are only those: the name its StatefulSets would bind, without them, is refused', () => {
+    expect(refusal(naming('data-hello-db-0'), { policy: { claimReferences: [] } })).toEqual({
+      'Deployment/hello spec.volumes[0].persistentVolumeClaim.claimName':
+        'PersistentVolumeClaim data-hello-db-0 is not allowed by render.policy.claimReferences (none)',
     });
   });
 });
