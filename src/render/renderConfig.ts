@@ -260,7 +260,7 @@ export const RenderConfig = z
           .min(0)
           .default(600)
           .describe(
-            "The most a deployment may ask for as its run grace (`runGraceEnv` in its `secrets`: a whole number of seconds; a larger one, or one from a secret reference, whose value render cannot read, is refused, naming the field). A stopping pod keeps its node's resources and holds up a rollout or a node drain that long. 600: the cluster autoscaler's default `--max-graceful-termination-sec`, past which a node it removes kills the pod anyway. Raise it with that flag for runs longer than ten minutes.",
+            "The most a deployment may ask for as its run grace (`runGraceEnv` in its `secrets`: a whole number of seconds; a larger one, or one from a secret reference, whose value render cannot read, is refused, naming the field). A stopping pod keeps its node's resources and holds up a rollout or a node drain that long. 600: the cluster autoscaler's default `--max-graceful-termination-sec`, past which a node it removes kills the pod anyway. Raise it with that flag for runs longer than ten minutes; the LangGraph server warns above 3600, the grace LangChain's own hosting gives its pods.",
           ),
         runGraceEnv: EnvName.default('BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS').describe(
           "Environment variable of every application container with its run grace: `runGraceSeconds` (or the deployment's own) where the pod runs jobs, 0 in an API server that runs none. Null: not set, and a deployment's own value of it is an ordinary variable the agent does not read (for images that are not LangGraph servers); the pods that run jobs still get `runGraceSeconds` on top of their grace.",
