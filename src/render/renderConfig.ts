@@ -279,7 +279,7 @@ export const RenderConfig = z
       })
       .prefault({})
       .describe(
-        "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused.",
+        "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused — but `runGraceEnv`, which it may set within `maxRunGraceSeconds`.",
       ),
     queue: z
       .strictObject({
