@@ -18,6 +18,7 @@ import {
   LABEL_NAME,
 } from '../objects/ownership.ts';
 import { canonicalHash } from './canonicalHash.ts';
+import { type PodDrain, podDrain, runsJobs, scaleDownBehavior } from './drain.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
 import { queueScalerObjects } from './queueScaling.ts';
@@ -95,7 +96,9 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
   const checksum = configChecksum(plan, digestKey);
   for (const workload of plan.workloads) {
     const name = workload.role === 'main' ? plan.base : `${plan.base}-${workload.role}`;
-    const template = appPodTemplate(plan, workload, config, names, checksum);
+    const jobs = runsJobs(workload.role, hasQueue(plan));
+    const drain = podDrain(jobs, plan.runGraceSeconds, config);
+    const template = appPodTemplate(plan, workload, config, names, checksum, drain);
     if (workload.role === 'executor' || !workload.scale) {
       objects.push(object(plan, 'v1', 'PodTemplate', name, workload.role, { template }));
       continue;
@@ -127,6 +130,7 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
             databaseService: names.database,
             databaseCredentials: names.databaseCredentials,
             deploymentSecrets: names.secrets,
+            behavior: scaleDownBehavior(config),
             make: (apiVersion, kind, objectName, body) =>
               object(plan, apiVersion, kind, objectName, workload.role, body),
           },
@@ -149,6 +153,8 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
               },
             },
           ],
+          // A pod that runs jobs waits out its runs when taken away: take them one at a time.
+          ...(jobs ? { behavior: scaleDownBehavior(config) } : {}),
         }),
       );
     }
@@ -422,7 +428,13 @@ function hasQueue(plan: RenderPlan): boolean {
  * revision id changes with every revision, as the pod template's revision annotation already
  * does: a new revision rolls every application pod either way.
  */
-function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: ObjectNames): Json[] {
+function appEnv(
+  plan: RenderPlan,
+  role: AppRole,
+  config: RenderConfig,
+  names: ObjectNames,
+  drain: PodDrain,
+): Json[] {
   const { app } = config;
   const env: Json[] = [{ name: app.roleEnv, value: role }];
   const set = (name: string | null, value: string | undefined) => {
@@ -438,8 +450,10 @@ function appEnv(plan: RenderPlan, role: AppRole, config: RenderConfig, names: Ob
   // Queue workers scaled on runs take as many at once as KEDA's target counts for each.
   if (role === 'queue' && plan.queueScaler?.setsJobsEnv)
     set(config.queue.jobsPerWorkerEnv, String(plan.queueScaler.jobsPerWorker));
+  // The wait the pod's grace was made for; the deployment's own value, if any, is in it.
+  set(app.runGraceEnv, String(drain.runGraceSeconds));
   for (const secret of plan.secrets) {
-    if (secret.name === jobsEnv) continue;
+    if (secret.name === jobsEnv || secret.name === app.runGraceEnv) continue;
     env.push({ name: secret.name, valueFrom: { secretKeyRef: { name: names.secrets, key: secret.name } } });
   }
   for (const reference of plan.secretReferences) {
@@ -488,6 +502,7 @@ function appPodTemplate(
   config: RenderConfig,
   names: ObjectNames,
   checksum: string,
+  drain: PodDrain,
 ): Json {
   const spec = plan.spec;
   // The main container serves the API; a queue worker serves only `/ok` and `/metrics` on the
@@ -497,7 +512,7 @@ function appPodTemplate(
     name: config.app.containerName,
     image: plan.image,
     command: workload.role === 'queue' && config.queue.command ? [...config.queue.command] : undefined,
-    env: appEnv(plan, workload.role, config, names),
+    env: appEnv(plan, workload.role, config, names, drain),
     ports: probes ? [{ name: 'http', containerPort: config.app.containerPort, protocol: 'TCP' }] : undefined,
     readinessProbe: probes?.readinessProbe ? structuredClone(probes.readinessProbe) : undefined,
     livenessProbe: probes?.livenessProbe ? structuredClone(probes.livenessProbe) : undefined,
@@ -542,7 +557,7 @@ function appPodTemplate(
         : config.hardening.automountServiceAccountToken,
       imagePullSecrets: spec.image_pull_secrets?.length ? spec.image_pull_secrets : undefined,
       enableServiceLinks: false,
-      terminationGracePeriodSeconds: config.app.terminationGracePeriodSeconds,
+      terminationGracePeriodSeconds: drain.terminationGracePeriodSeconds,
       securityContext: podHardening(config),
       topologySpreadConstraints: spread,
       ...placementFields(placement, selectorLabels(plan, workload.role)),

@@ -13,6 +13,7 @@ import type {
 } from '../controlplane/schemas/index.ts';
 import { sourceMeaning } from '../controlplane/schemas/index.ts';
 import { isAgentAnnotation } from '../objects/ownership.ts';
+import { planRunGrace } from './drain.ts';
 import type { RenderProblem } from './errors.ts';
 import {
   baseName,
@@ -76,6 +77,8 @@ export interface RenderPlan {
   readonly pathPrefix: string;
   /** The KEDA ScaledObject of the queue workers (render.autoscaling.queue: keda), if any. */
   readonly queueScaler: QueueScalerPlan | undefined;
+  /** How long the server of a pod that runs jobs waits for its runs when stopped (drain.ts). */
+  readonly runGraceSeconds: number;
   /** What an operator should know that is not an error (e.g. a database brought by the user). */
   readonly notes: readonly string[];
   /** What the deployment's owner should know: carried by its status message (notes too). */
@@ -286,6 +289,7 @@ export function planDeployment(
     problems.list,
     notes,
   );
+  const runGraceSeconds = planRunGrace({ secrets, secretReferences }, config, problems.list);
 
   if (problems.list.length > 0 || base === undefined || namespace === undefined || !image) {
     return { problems: problems.list };
@@ -314,6 +318,7 @@ export function planDeployment(
       host: routeKind ? host : undefined,
       pathPrefix,
       queueScaler,
+      runGraceSeconds,
       notes: [...notes, ...statusNotes],
       statusNotes,
     },

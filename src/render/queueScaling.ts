@@ -121,6 +121,8 @@ export interface QueueScalerContext {
   readonly databaseService: string;
   readonly databaseCredentials: string;
   readonly deploymentSecrets: string;
+  /** The KEDA-made HorizontalPodAutoscaler's `behavior`. */
+  readonly behavior: Record<string, unknown>;
   readonly make: (
     apiVersion: string,
     kind: string,
@@ -174,6 +176,7 @@ export function queueScalerObjects(
     maxReplicaCount: context.maxReplicas,
     pollingInterval: keda.pollingIntervalSeconds,
     cooldownPeriod: keda.cooldownPeriodSeconds,
+    advanced: { horizontalPodAutoscalerConfig: { behavior: context.behavior } },
     triggers: [
       {
         type: 'postgresql',

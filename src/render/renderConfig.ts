@@ -283,7 +283,28 @@ export const RenderConfig = z
           .int()
           .min(0)
           .default(30)
-          .describe('Of every application pod.'),
+          .describe(
+            "Of every application pod, for the part of a stop that is not waiting for runs: the `preStop` sleep, then the server's own exit — once its run grace is over, putting the runs still in flight back for a retry and closing its connections. A pod that runs jobs gets its run grace on top (`runGraceSeconds`); an API server that runs none (with a queue group, `N_JOBS_PER_WORKER=0`) gets this alone.",
+          ),
+        runGraceSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .default(180)
+          .describe(
+            "Seconds a LangGraph server that runs jobs waits for its runs to finish when its pod is told to stop, before it cuts them (a cut run is retried by another worker, running again the step it was cut in): `runGraceEnv` of the pods that run jobs (the queue workers, orchestrators and executors, and the API server when there is no queue group), whose `terminationGracePeriodSeconds` is this plus `render.app.terminationGracePeriodSeconds` — so the kubelet never kills a server still waiting for its runs. A stop of such a pod (a rollout, a scale-down, an eviction, a node drain) can so take up to 210 s by default, and takes only as long as its longest run in flight: a server with no run exits at once. The LangGraph images' own default. A deployment may set its own (`runGraceEnv` in its `secrets`), up to `maxRunGraceSeconds`.",
+          ),
+        maxRunGraceSeconds: z
+          .number()
+          .int()
+          .min(0)
+          .default(600)
+          .describe(
+            "The most a deployment may ask for as its run grace (`runGraceEnv` in its `secrets`: a whole number of seconds; a larger one, or one from a secret reference, whose value render cannot read, is refused, naming the field). A stopping pod keeps its node's resources and holds up a rollout or a node drain that long. 600: the cluster autoscaler's default `--max-graceful-termination-sec`, past which a node it removes kills the pod anyway. Raise it with that flag for runs longer than ten minutes; the LangGraph server warns above 3600, the grace LangChain's own hosting gives its pods.",
+          ),
+        runGraceEnv: EnvName.default('BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS').describe(
+          "Environment variable of every application container with its run grace: `runGraceSeconds` (or the deployment's own) where the pod runs jobs, 0 in an API server that runs none. Null: not set, and a deployment's own value of it is an ordinary variable the agent does not read (for images that are not LangGraph servers); the pods that run jobs still get `runGraceSeconds` on top of their grace.",
+        ),
       })
       .refine(
         (app) => app.preStopSleepSeconds < app.terminationGracePeriodSeconds || app.preStopSleepSeconds === 0,
@@ -292,9 +313,13 @@ export const RenderConfig = z
           path: ['preStopSleepSeconds'],
         },
       )
+      .refine((app) => app.runGraceSeconds <= app.maxRunGraceSeconds, {
+        message: 'must not be above maxRunGraceSeconds, the most a deployment may ask for',
+        path: ['runGraceSeconds'],
+      })
       .prefault({})
       .describe(
-        "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused.",
+        "The application containers: main, queue, orchestrator and executor, not sidecars or init containers (the deployment's own). The environment variables named here are the agent's: a deployment that sets one is refused — but `runGraceEnv`, which it may set within `maxRunGraceSeconds`.",
       ),
     queue: z
       .strictObject({
@@ -442,6 +467,39 @@ export const RenderConfig = z
           })
           .prefault({})
           .describe('The KEDA ScaledObject of `queue: keda`.'),
+        scaleDown: z
+          .strictObject({
+            stabilizationWindowSeconds: z
+              .number()
+              .int()
+              .min(0)
+              .max(3600)
+              .default(300)
+              .describe(
+                "Seconds of lower recommendations before the autoscaler takes a pod away: it scales down to the highest of them, so that a lull between two bursts keeps their workers. The HorizontalPodAutoscaler's own default, stated.",
+              ),
+            podsPerPeriod: z
+              .number()
+              .int()
+              .min(1)
+              .default(1)
+              .describe(
+                "Pods taken away at most per `periodSeconds`. The HorizontalPodAutoscaler's default takes them all at once: every worker of a burst would stop together, each waiting out its runs, and the next burst would find none.",
+              ),
+            periodSeconds: z
+              .number()
+              .int()
+              .min(1)
+              .max(1800)
+              .default(60)
+              .describe(
+                'The period of `podsPerPeriod`: one worker a minute leaves the autoscaler time to see, before the next, whether the runs come back.',
+              ),
+          })
+          .prefault({})
+          .describe(
+            "How the autoscaler of a workload whose pods run jobs (queue workers on cpu or KEDA — the ScaledObject's `advanced.horizontalPodAutoscalerConfig` — orchestrators, and the API server when there is no queue group) takes pods away (`behavior.scaleDown`): a pod taken away cuts no run, as it waits for its runs (`render.app.runGraceSeconds`), but a burst's workers should not be stopped and started again with each lull. An API server that runs no jobs keeps the Kubernetes default.",
+          ),
       })
       .prefault({})
       .describe(

@@ -8,7 +8,7 @@
 #   redis               Debian 12 + redis-server (uid 998)
 #   probe-app           Debian 12 + Python: answers GET /ok on 8000 and tries the rendered stores
 #   crash-app           the same, exiting at start
-#   langgraph-server    a real LangGraph server with a counter graph (langgraph/build.sh)
+#   langgraph-server    a real LangGraph server with a counter and a long-run graph (langgraph/build.sh)
 # A build is kept until this script or a file it copies changes.
 #
 # Usage: images.sh NODE_BIN_DIR REGISTRY (host:port). Prints `name reference` lines, each image

@@ -1,10 +1,11 @@
 // A real LangGraph server (stock langgraph-api with the MIT Postgres + Redis runtime, serving a
-// counter graph) deployed by the official LangGraph CLI through the emulator and the agent, on
-// the real node: the CLI's wait ends DEPLOYED only once the server answers GET /ok; a run through
-// the deployment's Service returns its result and its thread is in the agent's PostgreSQL; with a
-// queue group, a queued run is taken by the queue worker; a new revision rolls out behind real
-// readiness while a client calls the Service every 100 ms; delete removes the pods and keeps the
-// database volume.
+// counter and a long-run graph) deployed by the official LangGraph CLI through the emulator and
+// the agent, on the real node: the CLI's wait ends DEPLOYED only once the server answers GET /ok;
+// a run through the deployment's Service returns its result and its thread is in the agent's
+// PostgreSQL; a long_run works its set time and records its one execution by run id there too;
+// with a queue group, a queued run is taken by the queue worker; a new revision rolls out behind
+// real readiness while a client calls the Service every 100 ms; delete removes the pods and keeps
+// the database volume.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,7 +110,10 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
     dir = await mkdtemp(join(tmpdir(), 'k8s-listener-langgraph-server-'));
     await writeFile(
       join(dir, 'langgraph.json'),
-      JSON.stringify({ dependencies: ['.'], graphs: { counter: './counter.py:graph' } }),
+      JSON.stringify({
+        dependencies: ['.'],
+        graphs: { counter: './counter.py:graph', long_run: './long_run.py:graph' },
+      }),
     );
   }, 600_000);
   afterAll(async () => {
@@ -147,6 +151,27 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
     expect((await run()).body).toEqual({ count: 1 });
     expect((await run()).body).toEqual({ count: 2 });
     expect(await psql(`select values->>'count' from threads where thread_id = '${threadId}'`)).toBe('2');
+  });
+
+  it('runs long_run for its set time, recording its one execution by run id in the agent’s PostgreSQL', async () => {
+    const thread = await server('POST', '/threads', {});
+    const longThread = (thread.body as { thread_id: string }).thread_id;
+    const started = Date.now();
+    const created = await server('POST', `/threads/${longThread}/runs`, {
+      assistant_id: 'long_run',
+      input: { seconds: 3 },
+    });
+    expect(created.status).toBe(200);
+    const runId = (created.body as { run_id: string }).run_id;
+    const joined = await server('GET', `/threads/${longThread}/runs/${runId}/join`);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
+    expect(joined.body).toMatchObject({ seconds: 3, run_id: runId, attempt: 1 });
+    // Started and finished once, on the API server (no queue group yet), never cut.
+    expect(
+      await psql(
+        `select attempt, seconds, finished_at - started_at >= interval '3 seconds', cut_at is null, pod like '${NAME}-%' from long_run_executions where run_id = '${runId}'`,
+      ),
+    ).toBe('1|3|t|t|t');
   });
 
   it('has pgvector in the agent’s PostgreSQL, as LangGraph’s own data plane’s pgvector/pgvector:pg15 has', async () => {

@@ -26,6 +26,9 @@ const TOLERANCE_MS = 1_000;
 const RECONCILE = { agentChangeRate: RATE, agentChangeWindowMs: WINDOW_MS };
 /** Changes every pod template the agent renders. */
 const UPGRADED: RenderConfigInput = { app: { terminationGracePeriodSeconds: 31 } };
+/** The main workloads' grace before and after: they run the jobs, so their run grace (180 s) is on top. */
+const GRACE = 210;
+const UPGRADED_GRACE = 211;
 
 let world: World;
 let ns: string;
@@ -68,7 +71,7 @@ function watchTemplates(): { changedAt: Map<string, number>; stop: () => Promise
     while (running) {
       const seen = Date.now();
       for (const [id, workload] of await mainWorkloads())
-        if (workload.grace === 31 && !changedAt.has(id)) changedAt.set(id, seen);
+        if (workload.grace === UPGRADED_GRACE && !changedAt.has(id)) changedAt.set(id, seen);
       await new Promise((resolve) => setTimeout(resolve, 150));
     }
   })();
@@ -100,7 +103,7 @@ describe('an agent upgrade that changes every pod template', () => {
     for (let i = 0; i < N; i++)
       deployments.push(await world.client.createDeployment(app(world, `up-${i}`, ns)));
     for (const d of deployments) await waitForRevision(world, d, 'DEPLOYED', 90_000);
-    expect([...(await mainWorkloads()).values()].map((w) => w.grace)).toEqual(Array(N).fill(30));
+    expect([...(await mainWorkloads()).values()].map((w) => w.grace)).toEqual(Array(N).fill(GRACE));
     await before.stop();
 
     // The new agent: every pod template renders differently.

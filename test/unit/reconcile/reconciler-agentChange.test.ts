@@ -27,6 +27,9 @@ const NAMESPACE = 'apps';
 const WINDOW = 60_000;
 /** Changes every pod template the agent renders. */
 const UPGRADED: RenderConfigInput = { app: { terminationGracePeriodSeconds: 31 } };
+/** The main workload's grace before and after: it runs the jobs, so its run grace (180 s) is on top. */
+const GRACE = 210;
+const UPGRADED_GRACE = 211;
 
 const revision = (id: string, image = 'nginx:1.27'): Revision => ({
   id,
@@ -148,7 +151,7 @@ async function converged() {
   for (const d of deployments) await first.reconciler.reconcile(d.id);
   for (const d of deployments)
     expect((await first.reported(d.id)).at(-1), d.name).toMatchObject({ revision_status: 'DEPLOYED' });
-  expect(await world.grace('a')).toBe(30);
+  expect(await world.grace('a')).toBe(GRACE);
   return world;
 }
 
@@ -160,7 +163,7 @@ describe('a change from the agent itself, at the agent change rate', () => {
 
     // The first is applied at once: its pod template changes, once told by an Event, counted.
     expect((await upgraded.reconciler.reconcile(a.id)).result).toMatch(/^(done|requeue)$/);
-    expect(await world.grace('a')).toBe(31);
+    expect(await world.grace('a')).toBe(UPGRADED_GRACE);
     expect(upgraded.events.filter((e) => e.reason === 'AgentChangeApplied').map((e) => e.name)).toEqual([
       'a',
     ]);
@@ -171,7 +174,7 @@ describe('a change from the agent itself, at the agent change rate', () => {
     expect(await upgraded.reconciler.reconcile(b.id)).toEqual({ result: 'requeue', afterMs: WINDOW });
     expect(await upgraded.reconciler.reconcile(c.id)).toEqual({ result: 'requeue', afterMs: 2 * WINDOW });
     expect(writesOf(kube.calls.slice(before))).toEqual([]);
-    expect(await world.grace('b')).toBe(30);
+    expect(await world.grace('b')).toBe(GRACE);
     const held = (await upgraded.reported(b.id)).at(-1);
     expect(held?.revision_status).toBe('DEPLOYED');
     expect(held?.revision_id).toBe(b.latest_revision_id);
@@ -181,13 +184,13 @@ describe('a change from the agent itself, at the agent change rate', () => {
     // A window later: b (held first) goes, c still waits even when it asks first.
     clock.now += WINDOW;
     expect(await upgraded.reconciler.reconcile(c.id)).toMatchObject({ result: 'requeue' });
-    expect(await world.grace('c')).toBe(30);
+    expect(await world.grace('c')).toBe(GRACE);
     expect((await upgraded.reconciler.reconcile(b.id)).result).toMatch(/^(done|requeue)$/);
-    expect(await world.grace('b')).toBe(31);
+    expect(await world.grace('b')).toBe(UPGRADED_GRACE);
     expect(upgraded.events.find((e) => e.name === 'b')?.note).toMatch(/after waiting 60 s/);
     clock.now += WINDOW;
     expect((await upgraded.reconciler.reconcile(c.id)).result).toMatch(/^(done|requeue)$/);
-    expect(await world.grace('c')).toBe(31);
+    expect(await world.grace('c')).toBe(UPGRADED_GRACE);
     expect(await gauge(upgraded.metrics, 'k8s_listener_agent_changes_waiting')).toBe(0);
     expect(await gauge(upgraded.metrics, 'k8s_listener_agent_changes_applied_total')).toBe(3);
     expect(upgraded.events.filter((e) => e.reason === 'AgentChangeApplied')).toHaveLength(3);
@@ -209,7 +212,7 @@ describe('a change from the agent itself, at the agent change rate', () => {
       fingerprint: 'new revision',
     });
     expect((await upgraded.reconciler.reconcile(b.id)).result).toMatch(/^(done|requeue)$/);
-    expect(await world.grace('b')).toBe(31);
+    expect(await world.grace('b')).toBe(UPGRADED_GRACE);
     const image = fieldAt(
       await world.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', namespace: NAMESPACE, name: 'b' }),
       'spec',
@@ -250,7 +253,7 @@ describe('a change from the agent itself, at the agent change rate', () => {
       name: 'b',
     });
     expect(fieldAt(live, 'spec', 'replicas')).toBe(2);
-    expect(await world.grace('b')).toBe(31);
+    expect(await world.grace('b')).toBe(UPGRADED_GRACE);
   });
 
   it('a hand edit is repaired at once, however full the window', async () => {
@@ -265,14 +268,14 @@ describe('a change from the agent itself, at the agent change rate', () => {
     );
     expect(await world.grace('a')).toBe(5);
     await upgraded.reconciler.reconcile(a.id);
-    expect(await world.grace('a')).toBe(31);
+    expect(await world.grace('a')).toBe(UPGRADED_GRACE);
   });
 
   it('without a gate (rate 0) every agent change is applied at once, each still told', async () => {
     const world = await converged();
     const upgraded = await world.agent(UPGRADED);
     for (const d of deployments) await upgraded.reconciler.reconcile(d.id);
-    for (const name of ['a', 'b', 'c']) expect(await world.grace(name)).toBe(31);
+    for (const name of ['a', 'b', 'c']) expect(await world.grace(name)).toBe(UPGRADED_GRACE);
     expect(upgraded.events.filter((e) => e.reason === 'AgentChangeApplied')).toHaveLength(3);
   });
 

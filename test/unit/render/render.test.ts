@@ -372,7 +372,13 @@ describe('the LangGraph server contract', () => {
 
   it('names nothing whose setting is null', () => {
     const cfg = config({
-      app: { portEnv: null, deploymentIdEnv: null, revisionIdEnv: null, deploymentTypeEnv: null },
+      app: {
+        portEnv: null,
+        deploymentIdEnv: null,
+        revisionIdEnv: null,
+        deploymentTypeEnv: null,
+        runGraceEnv: null,
+      },
       queue: { jobsPerWorkerEnv: null },
     });
     const env = envOf(appContainer(find(render({ ...withSpec(groups), revision }, cfg), 'Deployment')));

@@ -3,9 +3,10 @@
 # buildah in the project's own container store (test/image/containers.sh):
 #   Debian 12 minbase + its python3 (3.11), a venv at /opt/langgraph with the packages pinned in
 #   requirements.txt (stock langgraph-api 0.11.1 with the MIT Postgres + Redis runtime
-#   langgraph-runtime-pg 0.11.1.post1, LANGGRAPH_RUNTIME_EDITION=pg), and one graph, `counter`
-#   (counter.py), served from /deps/counter. /storage/entrypoint.sh runs the API server on $PORT
-#   (8000), /storage/queue_entrypoint.sh a queue-only worker (GET /ok on $PORT as well).
+#   langgraph-runtime-pg 0.11.1.post1, LANGGRAPH_RUNTIME_EDITION=pg), and two graphs, `counter`
+#   (counter.py) and `long_run` (long_run.py), served from /deps/counter. /storage/entrypoint.sh
+#   runs the API server on $PORT (8000), /storage/queue_entrypoint.sh a queue-only worker (GET /ok
+#   on $PORT as well).
 #   It runs as uid 1000 (`app`, HOME /home/app). See README.md for the environment it reads.
 # pip runs inside the new root file system with this machine's pip settings (index, extra index,
 # trusted hosts, proxy, CA bundle), read here at build time and removed before the image is made.
@@ -27,7 +28,7 @@ done
 
 tag=k8s-listener-test/langgraph-server:1
 base=k8s-listener-test/langgraph-server:rootfs
-inputs=(build.sh requirements.txt counter.py entrypoint.sh queue_entrypoint.sh)
+inputs=(build.sh requirements.txt counter.py long_run.py entrypoint.sh queue_entrypoint.sh)
 stamp=$(cd "$here" && cat "${inputs[@]}" | sha256sum | cut -c1-16)
 
 current=$(podman image inspect --format '{{index .Labels "k8s-listener.node-stamp"}}' "$tag" 2>/dev/null || true)
@@ -111,13 +112,14 @@ trap - EXIT
 previous=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 c=$(buildah from --pull=never "$base")
 buildah copy --chmod 0644 "$c" "$here/counter.py" /deps/counter/counter.py >/dev/null
+buildah copy --chmod 0644 "$c" "$here/long_run.py" /deps/counter/long_run.py >/dev/null
 buildah copy --chmod 0755 "$c" "$here/entrypoint.sh" /storage/entrypoint.sh >/dev/null
 buildah copy --chmod 0755 "$c" "$here/queue_entrypoint.sh" /storage/queue_entrypoint.sh >/dev/null
 # The langgraph.json of `langgraph build` images is LANGSERVE_GRAPHS: graph id -> "file:variable".
 buildah config --user 1000:1000 --workingdir /deps/counter \
   --env PATH=/opt/langgraph/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env LANGGRAPH_RUNTIME_EDITION=pg \
-  --env LANGSERVE_GRAPHS='{"counter": "/deps/counter/counter.py:graph"}' \
+  --env LANGSERVE_GRAPHS='{"counter": "/deps/counter/counter.py:graph", "long_run": "/deps/counter/long_run.py:graph"}' \
   --env PORT=8000 \
   --env LANGSMITH_TRACING=false \
   --env LOG_COLOR=false \
