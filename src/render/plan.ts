@@ -22,9 +22,9 @@ import {
   isLabelValue,
   isQualifiedKey,
   isSecretKey,
-  matchesPattern,
 } from './names.ts';
 import { objectNames } from './objects.ts';
+import { patternList } from './patterns.ts';
 import { cpuMillis } from './quantities.ts';
 import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
@@ -538,11 +538,14 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
   ] as const) {
     for (const [key, value] of Object.entries(map ?? {})) {
       const path = `${SPEC}.${kind}.${key}`;
-      if (!isQualifiedKey(key))
+      // Validity first: no policy pattern runs over a key that is not one.
+      if (!isQualifiedKey(key)) {
         problems.add(
           path,
           `${JSON.stringify(key)} is not a valid ${kind === 'labels' ? 'label' : 'annotation'} key`,
         );
+        continue;
+      }
       if (
         RESERVED_LABEL_PREFIXES.some((prefix) => key.startsWith(prefix)) &&
         (kind === 'labels' || isAgentAnnotation(key))
@@ -559,10 +562,7 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
   const account = spec.service_account_name;
   if (account != null && !isHostname(account)) {
     problems.add(`${SPEC}.service_account_name`, 'is not a valid ServiceAccount name');
-  } else if (
-    account != null &&
-    !config.policy.serviceAccounts.some((pattern) => matchesPattern(account, pattern))
-  ) {
+  } else if (account != null && !patternList(config.policy.serviceAccounts).matches(account)) {
     // A ServiceAccount is its permissions: only those the platform team lets deployments name.
     problems.add(
       `${SPEC}.service_account_name`,
@@ -587,11 +587,10 @@ function metadataKeyRefusal(
 ): string | undefined {
   const setting = kind === 'labels' ? 'podLabels' : 'podAnnotations';
   const { allow, deny } = config.policy[setting];
-  const matches = (pattern: string) => matchesPattern(key.toLowerCase(), pattern.toLowerCase());
-  const denied = deny.find(matches);
+  const denied = patternList(deny, { ignoreCase: true }).find(key);
   if (denied !== undefined)
     return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is refused by render.policy.${setting}.deny (${denied}): it changes what the cluster does to the pod`;
-  if (!allow.some(matches))
+  if (!patternList(allow, { ignoreCase: true }).matches(key))
     return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is not allowed by render.policy.${setting}.allow (${allow.join(', ') || 'none'})`;
   return undefined;
 }
@@ -610,7 +609,7 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
       const drivers = config.policy.csiDrivers;
       if (typeof driver !== 'string' || driver === '')
         problems.add(`${SPEC}.volumes[${i}].csi.driver`, 'a CSI driver name is required');
-      else if (!drivers.some((pattern) => matchesPattern(driver, pattern)))
+      else if (!patternList(drivers).matches(driver))
         problems.add(
           `${SPEC}.volumes[${i}].csi.driver`,
           `CSI driver ${driver} is not allowed by render.policy.csiDrivers (${drivers.join(', ') || 'none'})`,

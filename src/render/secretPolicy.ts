@@ -5,7 +5,7 @@
 import type { KubeObject } from '../objects/kubeObject.ts';
 import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';
 import type { RenderProblem } from './errors.ts';
-import { matchesPattern } from './names.ts';
+import { patternList } from './patterns.ts';
 import { podReferences } from './references.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
@@ -26,7 +26,7 @@ export function secretRefusal(
     return `Secret ${name} holds the agent's digest key, which no deployment's pods may read`;
   if (own.has(name)) return undefined;
   const patterns = config.policy.secretReferences;
-  if (patterns.some((pattern) => matchesPattern(name, pattern))) return undefined;
+  if (patternList(patterns).matches(name)) return undefined;
   return `Secret ${name} is not allowed by render.policy.secretReferences (${patterns.join(', ') || 'none'})`;
 }
 
