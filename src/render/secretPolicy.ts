@@ -4,6 +4,7 @@
 // render produced, so a route added to the rendered pods is covered without a second list. Pure.
 import type { KubeObject } from '../objects/kubeObject.ts';
 import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';
+import { inputExcerpt } from '../report/terminalText.ts';
 import type { RenderProblem } from './errors.ts';
 import { patternList } from './patterns.ts';
 import { podReferences } from './references.ts';
@@ -21,13 +22,13 @@ export function secretRefusal(
   config: RenderConfig,
 ): string | undefined {
   if (config.ingress.tlsSecretName !== undefined && name === config.ingress.tlsSecretName)
-    return `Secret ${name} is the Ingress TLS Secret (render.ingress.tlsSecretName), which no deployment's pods may read`;
+    return `Secret ${inputExcerpt(name)} is the Ingress TLS Secret (render.ingress.tlsSecretName), which no deployment's pods may read`;
   if (name === DIGEST_KEY_SECRET)
-    return `Secret ${name} holds the agent's digest key, which no deployment's pods may read`;
+    return `Secret ${inputExcerpt(name)} holds the agent's digest key, which no deployment's pods may read`;
   if (own.has(name)) return undefined;
   const patterns = config.policy.secretReferences;
   if (patternList(patterns).matches(name)) return undefined;
-  return `Secret ${name} is not allowed by render.policy.secretReferences (${patterns.join(', ') || 'none'})`;
+  return `Secret ${inputExcerpt(name)} is not allowed by render.policy.secretReferences (${patterns.join(', ') || 'none'})`;
 }
 
 /** Every Secret a pod template among the objects names that the policy refuses, at its field. */
