@@ -11,13 +11,13 @@ export const INPUT_CAPS = {
   imagePullSecrets: 16,
   volumes: 64,
   volumeMounts: 64,
-  initContainers: 16,
-  sidecars: 16,
-  env: 512,
+  initContainers: 8,
+  sidecars: 8,
+  env: 128,
   envFrom: 32,
   commandOrArgs: 256,
-  secrets: 512,
-  secretReferences: 512,
+  secrets: 256,
+  secretReferences: 256,
 } as const;
 
 /** The entries of a list or map: an array's length, an object's own keys; 0 for anything else. */

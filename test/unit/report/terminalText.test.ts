@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { terminalJson, terminalLine, terminalText, terminalYaml } from '../../../src/report/terminalText.ts';
+import {
+  inputExcerpt,
+  terminalJson,
+  terminalLine,
+  terminalText,
+  terminalYaml,
+} from '../../../src/report/terminalText.ts';
 import {
   CONTROL_CHARACTERS,
   HOSTILE_STRINGS,
@@ -51,6 +57,26 @@ describe('terminalText', () => {
 
   it('terminalLine is one escaped line and its newline', () => {
     expect(terminalLine('a\nb')).toBe('a\\nb\n');
+  });
+});
+
+describe('inputExcerpt', () => {
+  it('quotes at most 100 characters of a tenant string, escaped, and says how many more there were', () => {
+    const key = `${'.cilium.io/'.repeat(40_000)}\n`;
+    const excerpt = inputExcerpt(key);
+    expect(excerpt).toBe(`${key.slice(0, 100)}…(439,901 more characters)`);
+    expect(inputExcerpt(`\u200b${'a'.repeat(200)}`)).toMatch(/^\\u200ba{99}…\(101 more characters\)$/);
+    expect(inputExcerpt('short\u2060')).toBe('short\\u2060');
+  });
+
+  it('leaves a field path unescaped (its printer escapes it) but cut all the same', () => {
+    expect(inputExcerpt(`k\x1b${'x'.repeat(200)}`, { escape: false })).toBe(
+      `k\x1b${'x'.repeat(98)}…(102 more characters)`,
+    );
+  });
+
+  it('never cuts a surrogate pair in half', () => {
+    expect(inputExcerpt(`${'a'.repeat(99)}🚀🚀`)).toBe(`${'a'.repeat(99)}…(4 more characters)`);
   });
 });
 
