@@ -30,6 +30,7 @@ import { patternList } from './patterns.ts';
 import { cpuMillis } from './quantities.ts';
 import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
 import type { RenderConfig } from './renderConfig.ts';
+import { containerResourceProblems } from './resourceLimits.ts';
 import { routeKindOf, routePathPrefix } from './routes.ts';
 import { secretRefusal } from './secretPolicy.ts';
 
@@ -420,6 +421,14 @@ function resolveResources(
   const cpuLimitGiven = positive('cpu_limit');
   const memoryGiven = positive('memory_mb');
   const memoryLimitGiven = positive('memory_limit_mb');
+  for (const name of ['memory_mb', 'memory_limit_mb'] as const) {
+    const value = numbers.get(key(name));
+    if (value !== undefined && value > config.limits.maxMemoryMb)
+      problems.add(
+        `${SPEC}.${key(name)}`,
+        `must be at most ${config.limits.maxMemoryMb} MiB (render.limits.maxMemoryMb); got ${value}`,
+      );
+  }
   for (const name of ['cpu', 'cpu_limit'] as const) {
     const value = numbers.get(key(name));
     if (value !== undefined && value > 0 && cpuMillis(value) === 0)
@@ -641,6 +650,9 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
   ] as const) {
     containers.forEach((container, i) => {
       checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, problems);
+      problems.list.push(
+        ...containerResourceProblems(container.resources, `${SPEC}.${group}[${i}]`, config.limits),
+      );
     });
   }
 }
