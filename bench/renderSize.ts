@@ -43,7 +43,7 @@ const SHAPES: [string, readonly number[], (n: number) => Json][] = [
   ],
   [
     'env entries of each of 8 sidecars',
-    [8, 32, 128, 1_000, 10_000, 50_000],
+    [8, 64, 512, 1_000, 10_000, 50_000],
     (n) =>
       withSpec({
         sidecars: many(8, (s) => ({
@@ -62,6 +62,7 @@ const SHAPES: [string, readonly number[], (n: number) => Json][] = [
         name,
         image: 'busybox:1.36',
         env: many(part(128), (i) => ({ name: `V${i}`, value: 'v' })),
+        volumeMounts: many(part(64), (i) => ({ name: `v${i}`, mountPath: `/mnt/${name}/${i}` })),
       });
       return withSpec(
         {
@@ -78,9 +79,10 @@ const SHAPES: [string, readonly number[], (n: number) => Json][] = [
           init_containers: many(part(8), (s) => container(`init${s}`)),
         },
         {
-          secrets: many(part(256), (i) => ({
+          // With the containers' env, the 4,096 environment variables of a pod.
+          secrets: many(part(2048), (i) => ({
             name: `S${i}`,
-            value: 's'.repeat(Math.floor((1000 * 1024) / 256)),
+            value: 's'.repeat(Math.floor((1000 * 1024) / 2048)),
           })),
         },
       );

@@ -124,16 +124,24 @@ function countProblems(deployment: Deployment): RenderProblem[] {
     if (count > cap) problems.push({ path, message: capMessage(count, cap) });
   }
   if (problems.length > 0) return problems;
+  let variables = deployment.secrets.length + (deployment.secret_references?.length ?? 0);
   for (const [group, containers] of [
     ['init_containers', spec.init_containers ?? []],
     ['sidecars', spec.sidecars ?? []],
   ] as const)
     containers.forEach((container, i) => {
+      variables += entryCount(container.env);
       for (const [field, cap] of CONTAINER_CAPS) {
         const count = entryCount(container[field]);
         if (count > cap)
           problems.push({ path: `${SPEC}.${group}[${i}].${field}`, message: capMessage(count, cap) });
       }
+    });
+  // Every application workload's pod carries them all: what render makes grows with this sum.
+  if (variables > INPUT_CAPS.podEnv)
+    problems.push({
+      path: 'secrets',
+      message: `with secret_references and the env of the sidecars and init containers, a pod would hold ${variables.toLocaleString('en-US')} environment variables; at most ${INPUT_CAPS.podEnv.toLocaleString('en-US')}`,
     });
   return problems;
 }

@@ -1,11 +1,18 @@
 // How many entries each list or map of a deployment may hold, checked as the deployment is parsed
 // and before any of its entries is: zod would otherwise parse every one (200,000 label keys took
-// 0.3 s, 600,000 took 3 s) and report each one's issue. Render checks the same caps first again
-// (render/inputBounds.ts), with the sizes that need more than a count. At Kubernetes' own limits
-// or lower (it has none on these counts: what a pod template holds is bounded by the object's size).
+// it 0.3 s) and report each one's issue. Render checks the same caps first again
+// (render/inputBounds.ts), with the sums and sizes that need more than a count. At Kubernetes' own
+// limits or lower (it has none on these counts: what a pod template holds is bounded by the
+// object's size).
 import { z } from 'zod';
 
 export const INPUT_CAPS = {
+  /**
+   * Environment variables of one pod, every container's together: the deployment's secrets and
+   * secret references (the application container's) and its sidecars' and init containers' env.
+   * Checked by render; each list alone is capped at this as it is parsed.
+   */
+  podEnv: 4096,
   labels: 64,
   annotations: 128,
   imagePullSecrets: 16,
@@ -13,11 +20,11 @@ export const INPUT_CAPS = {
   volumeMounts: 64,
   initContainers: 8,
   sidecars: 8,
-  env: 128,
+  env: 4096,
   envFrom: 32,
   commandOrArgs: 256,
-  secrets: 256,
-  secretReferences: 256,
+  secrets: 4096,
+  secretReferences: 4096,
 } as const;
 
 /** The entries of a list or map: an array's length, an object's own keys; 0 for anything else. */

@@ -38,6 +38,14 @@ const keyed = (count: number, key: (i: number) => string, value: string) =>
 /** The key the old matcher backtracked on: `*.cilium.io/*` became `^.*\.cilium\.io/.*$`. */
 const backtrackingKey = (repeats: number) => `${'.cilium.io/'.repeat(repeats)}\n`;
 const sidecar = (fields: Json = {}) => ({ name: 'side', image: 'busybox:1.36', ...fields });
+/** 8 sidecars and 8 init containers with `count` env entries each. */
+const containersWithEnv = (count: number): Json => {
+  const env = many(count, (i) => ({ name: `V${i}`, value: 'v' }));
+  return {
+    sidecars: many(8, (s) => sidecar({ name: `side${s}`, env })),
+    init_containers: many(8, (s) => sidecar({ name: `init${s}`, env })),
+  };
+};
 
 /** Each shape: the raw deployment, and where it is refused (undefined: it renders). */
 const SHAPES: [string, () => Json, { path: string; message: string } | undefined][] = [
@@ -82,20 +90,17 @@ const SHAPES: [string, () => Json, { path: string; message: string } | undefined
   [
     '100,000 env entries in a sidecar',
     () => raw({ sidecars: [sidecar({ env: many(100_000, (i) => ({ name: `V${i}`, value: 'v' })) })] }),
-    { path: 'source_config.resource_spec.sidecars[0].env', message: 'at most 128' },
+    { path: 'source_config.resource_spec.sidecars[0].env', message: 'at most 4,096' },
   ],
   [
-    '128 env entries in each of 8 sidecars and 8 init containers',
-    () =>
-      raw({
-        sidecars: many(8, (s) =>
-          sidecar({ name: `side${s}`, env: many(128, (i) => ({ name: `V${i}`, value: 'v' })) }),
-        ),
-        init_containers: many(8, (s) =>
-          sidecar({ name: `init${s}`, env: many(128, (i) => ({ name: `V${i}`, value: 'v' })) }),
-        ),
-      }),
+    '4,096 environment variables: 2,048 secrets, 128 env entries in each of 8 sidecars and 8 init containers',
+    () => raw(containersWithEnv(128), { secrets: many(2_048, (i) => ({ name: `S${i}`, value: 's' })) }),
     undefined,
+  ],
+  [
+    '4,097 environment variables in a pod',
+    () => raw(containersWithEnv(128), { secrets: many(2_049, (i) => ({ name: `S${i}`, value: 's' })) }),
+    { path: 'secrets', message: 'a pod would hold 4,097 environment variables; at most 4,096' },
   ],
   [
     '10,000 volumes',
@@ -119,7 +124,7 @@ const SHAPES: [string, () => Json, { path: string; message: string } | undefined
   [
     '100,000 secrets',
     () => raw({}, { secrets: many(100_000, (i) => ({ name: `S${i}`, value: 'v' })) }),
-    { path: 'secrets', message: 'at most 256' },
+    { path: 'secrets', message: 'at most 4,096' },
   ],
   [
     'a 2 MiB secret value',
@@ -215,11 +220,11 @@ describe('large inputs of any shape (property)', () => {
     labels: fc.nat({ max: 5_000 }),
     keyLength: fc.nat({ max: 500_000 }),
     annotationLength: fc.nat({ max: 2 ** 21 }),
-    env: fc.nat({ max: 1_000 }),
+    env: fc.nat({ max: 6_000 }),
     volumes: fc.nat({ max: 100 }),
     sidecars: fc.nat({ max: 20 }),
     nameLength: fc.nat({ max: 100_000 }),
-    secrets: fc.nat({ max: 1_000 }),
+    secrets: fc.nat({ max: 6_000 }),
     secretLength: fc.nat({ max: 4_096 }),
   });
 
