@@ -71,8 +71,12 @@ export function inputBoundsProblems(deployment: Deployment, revision: Revision |
   if (problems.length > 0) return problems;
 
   const spec = deployment.source_config.resource_spec ?? {};
+  // A value that is not a string is refused by render's next checks; here it weighs nothing.
   const annotationBytes = textBytes(
-    Object.entries(spec.annotations ?? {}).flatMap(([key, value]) => [key, String(value)]),
+    Object.entries(spec.annotations ?? {}).flatMap(([key, value]) => [
+      key,
+      typeof value === 'string' ? value : '',
+    ]),
     INPUT_SIZE_CAPS.annotationBytes,
   );
   if (annotationBytes === undefined)

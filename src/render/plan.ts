@@ -13,7 +13,7 @@ import type {
 } from '../controlplane/schemas/index.ts';
 import { sourceMeaning } from '../controlplane/schemas/index.ts';
 import { isAgentAnnotation } from '../objects/ownership.ts';
-import { inputExcerpt } from '../report/terminalText.ts';
+import { inputExcerpt as excerpt } from '../report/terminalText.ts';
 import type { RenderProblem } from './errors.ts';
 import { inputBoundsProblems } from './inputBounds.ts';
 import {
@@ -150,9 +150,8 @@ const GROUP_FIELDS = {
   ],
 } as const satisfies Record<string, readonly NumericKey[]>;
 
-/** A tenant's string in a message: cut and escaped (inputExcerpt), bare or quoted. */
-const excerpt = (text: string) => inputExcerpt(text);
-const quoted = (text: string) => `"${inputExcerpt(text)}"`;
+/** A tenant's string in a message, cut and escaped (inputExcerpt), in quotes. */
+const quoted = (text: string) => `"${excerpt(text)}"`;
 
 class Problems {
   readonly list: RenderProblem[] = [];
@@ -552,7 +551,7 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
     ['annotations', spec.annotations],
   ] as const) {
     for (const [key, value] of Object.entries(map ?? {})) {
-      const path = `${SPEC}.${kind}.${inputExcerpt(key, { escape: false })}`;
+      const path = `${SPEC}.${kind}.${excerpt(key, { escape: false })}`;
       // Validity first: no policy pattern runs over a key that is not one.
       if (!isQualifiedKey(key)) {
         problems.add(path, `${quoted(key)} is not a valid ${kind === 'labels' ? 'label' : 'annotation'} key`);

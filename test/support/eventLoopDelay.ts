@@ -19,3 +19,21 @@ export async function eventLoopHeld<T>(work: () => T | Promise<T>): Promise<{ va
     histogram.disable();
   }
 }
+
+/**
+ * eventLoopHeld of fresh work, measured again (up to `attempts` times) while it is not under
+ * `limitMs`, and the least measure: what else runs on the machine (other test files, a collector)
+ * only adds to a measure, while a stall of the work itself shows in every one.
+ */
+export async function eventLoopHeldUnder<T>(
+  limitMs: number,
+  work: () => T | Promise<T>,
+  attempts = 3,
+): Promise<{ value: T; maxMs: number }> {
+  let least = await eventLoopHeld(work);
+  for (let attempt = 1; attempt < attempts && least.maxMs >= limitMs; attempt++) {
+    const next = await eventLoopHeld(work);
+    least = { value: next.value, maxMs: Math.min(least.maxMs, next.maxMs) };
+  }
+  return least;
+}
