@@ -18,8 +18,11 @@ const MiB = 1024 * KiB;
 
 /** The sizes and lengths render caps, beside the counts the schema caps already (INPUT_CAPS). */
 export const INPUT_SIZE_CAPS = {
-  /** Characters of the deployment's name (a DNS subdomain's length): it is an annotation's value. */
-  name: 253,
+  /**
+   * Characters of the deployment's name: the value of an annotation on every object. A long or
+   * unicode name is served (its object names are normalised and hashed), within reason.
+   */
+  name: 16 * KiB,
   /** Characters of `custom_url`. */
   customUrl: 2048,
   /** Characters of an image reference, the deployment's or a container's. */

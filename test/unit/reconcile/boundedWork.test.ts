@@ -134,7 +134,7 @@ const SHAPES: [string, () => Json, { path: string; message: string } | undefined
   [
     'a 1 MiB deployment name',
     () => raw({}, { name: 'a'.repeat(2 ** 20) }),
-    { path: 'name', message: 'at most 253' },
+    { path: 'name', message: 'at most 16,384' },
   ],
   [
     'a 200 KB sidecar name',
