@@ -61,7 +61,8 @@ export function createLogger(
     });
     return pino(options, stream);
   }
-  // JSON escapes C0 controls; DEL, C1 and bidi marks are escaped too, for `kubectl logs` on a terminal.
+  // JSON escapes C0 controls; DEL, C1, bidi marks and invisible characters are escaped too, for
+  // `kubectl logs` on a terminal.
   options.hooks = { streamWrite: terminalJsonText };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -1,37 +1,13 @@
 // Whether a live object has drifted from what we apply: every field we set must hold the same
 // value (quantities compared by value: the server writes 1024Mi back as 1Gi). Fields we do not
 // set (defaults, status, an HPA's replicas) are not ours and never count. Pure.
+import { quantityValue } from '../render/quantities.ts';
 
 /**
  * The fields that hold resource quantities in what the agent renders: container resources and
  * claim storage. Anywhere else a string that looks like a quantity ("1k" in an env value) is text.
  */
 const QUANTITY_PATH = /(^|\.)resources\.(requests|limits)\.[^.[\]]+$/;
-
-const QUANTITY = /^([+-]?\d+(?:\.\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|[eE][+-]?\d+)?$/;
-const FACTORS: Record<string, number> = {
-  m: 1e-3,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  P: 1e15,
-  E: 1e18,
-  Ki: 2 ** 10,
-  Mi: 2 ** 20,
-  Gi: 2 ** 30,
-  Ti: 2 ** 40,
-  Pi: 2 ** 50,
-  Ei: 2 ** 60,
-};
-
-function quantityValue(value: string): number | undefined {
-  const match = QUANTITY.exec(value);
-  if (!match) return undefined;
-  const [, number = '', suffix = ''] = match;
-  if (suffix.startsWith('e') || suffix.startsWith('E')) return Number(`${number}${suffix}`);
-  return Number(number) * (suffix === '' ? 1 : (FACTORS[suffix] ?? Number.NaN));
-}
 
 function sameScalar(desired: unknown, live: unknown, path: string): boolean {
   if (desired === live) return true;

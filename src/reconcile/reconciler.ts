@@ -22,6 +22,7 @@ import {
   type RenderedDeployment,
   renderDeployment,
 } from '../render/index.ts';
+import { inputBoundsProblems } from '../render/inputBounds.ts';
 import { ownedAnnotations } from '../render/ownedAnnotations.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
@@ -223,10 +224,13 @@ export class Reconciler {
     const repairOnly = target.settled !== undefined && attempted?.fingerprint === entry.fingerprint;
     if (repairOnly && !attempted.applied) return { result: 'done', detail: 'settled' };
 
-    // 0. Nothing to apply changed since the last full reconcile: the status path.
-    const input = this.#inputDigest(entry);
+    // 0. Nothing to apply changed since the last full reconcile: the status path. A deployment
+    //    past a cap of render/inputBounds.ts is not digested whole (a 15 MiB annotation took
+    //    0.1 s): render refuses it next, reading no more than the caps.
+    const bounded = inputBoundsProblems(entry.deployment, entry.target.revision).length === 0;
+    const input = bounded ? this.#inputDigest(entry) : undefined;
     const converged = this.#converged.get(deploymentId);
-    if (converged?.input === input && !repairOnly) {
+    if (input !== undefined && converged?.input === input && !repairOnly) {
       const outcome = await this.#statusPath(deploymentId, converged, log, signal);
       if (outcome) return outcome;
     }
@@ -330,7 +334,8 @@ export class Reconciler {
     );
     this.#attempted.set(deploymentId, { fingerprint: entry.fingerprint, applied: true, served });
     this.#converged.set(deploymentId, {
-      input,
+      // Rendered, so within the caps: digested above.
+      input: input ?? this.#inputDigest(entry),
       owned: ownedDigest(next.entries, (e) => live.get(entryId(e)), this.#ownedAnnotations),
       namespace,
       revisionId,

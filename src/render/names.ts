@@ -51,8 +51,13 @@ const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
+/** A qualified key's longest: a DNS prefix of 253, a slash, a name of 63. */
+export const MAX_QUALIFIED_KEY = 253 + 1 + 63;
+
 /** A qualified label or annotation key: optional DNS prefix, then a name of at most 63. */
 export function isQualifiedKey(key: string): boolean {
+  // Length first: no pattern runs over a key longer than any valid one.
+  if (key.length > MAX_QUALIFIED_KEY) return false;
   const parts = key.split('/');
   if (parts.length > 2) return false;
   const name = parts.at(-1) ?? '';
@@ -67,10 +72,4 @@ export function isLabelValue(value: string): boolean {
 
 export function isHostname(value: string): boolean {
   return value.length <= 253 && DNS1123_SUBDOMAIN.test(value);
-}
-
-/** `name` matches `pattern`, where `*` stands for any run of characters. */
-export function matchesPattern(name: string, pattern: string): boolean {
-  const escaped = pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${escaped.join('.*')}$`).test(name);
 }

@@ -403,7 +403,7 @@ function extraContainerResources(given: Container['resources'], config: RenderCo
   const limits: Json = { ...(given?.limits ?? {}) };
   const defaults = config.extraContainers;
   const fill = (resource: string, request: string, limitFollows: boolean, defaultLimit?: string) => {
-    if (limits[resource] !== undefined) return;
+    if (limits[resource] != null) return;
     requests[resource] ??= request;
     if (limitFollows) limits[resource] = given?.requests?.[resource] ?? defaultLimit ?? requests[resource];
   };

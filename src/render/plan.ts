@@ -13,8 +13,10 @@ import type {
 } from '../controlplane/schemas/index.ts';
 import { sourceMeaning } from '../controlplane/schemas/index.ts';
 import { isAgentAnnotation } from '../objects/ownership.ts';
+import { inputExcerpt as excerpt } from '../report/terminalText.ts';
 import { planRunGrace } from './drain.ts';
 import type { RenderProblem } from './errors.ts';
+import { inputBoundsProblems } from './inputBounds.ts';
 import {
   baseName,
   isDnsLabel,
@@ -23,13 +25,14 @@ import {
   isLabelValue,
   isQualifiedKey,
   isSecretKey,
-  matchesPattern,
 } from './names.ts';
 import { objectNames } from './objects.ts';
+import { patternList } from './patterns.ts';
 import { cpuMillis } from './quantities.ts';
 import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
 import { referenceRefusal } from './referencePolicy.ts';
 import type { RenderConfig } from './renderConfig.ts';
+import { containerResourceProblems } from './resourceLimits.ts';
 import { routeKindOf, routePathPrefix } from './routes.ts';
 
 export type AppRole = 'main' | 'queue' | 'orchestrator' | 'executor';
@@ -150,6 +153,9 @@ const GROUP_FIELDS = {
   ],
 } as const satisfies Record<string, readonly NumericKey[]>;
 
+/** A tenant's string in a message, cut and escaped (inputExcerpt), in quotes. */
+const quoted = (text: string) => `"${excerpt(text)}"`;
+
 class Problems {
   readonly list: RenderProblem[] = [];
   add(path: string, message: string): void {
@@ -162,6 +168,9 @@ export function planDeployment(
   config: RenderConfig,
 ): { plan?: RenderPlan; problems: RenderProblem[] } {
   const { deployment, revision, listener } = input;
+  // The caps first: past one, nothing else is read (inputBounds.ts).
+  const bounded = inputBoundsProblems(deployment, revision);
+  if (bounded.length > 0) return { problems: bounded };
   const problems = new Problems();
   const spec: ResourceSpec = deployment.source_config.resource_spec ?? {};
   const notes: string[] = [];
@@ -332,18 +341,18 @@ function resolveNamespace(input: PlanInput, problems: Problems): string | undefi
     problems.add(path, 'a target namespace is required');
     return undefined;
   }
-  if (!isDnsLabel(namespace)) problems.add(path, `${namespace} is not a valid namespace name`);
+  if (!isDnsLabel(namespace)) problems.add(path, `${excerpt(namespace)} is not a valid namespace name`);
   const listenerNamespaces = input.listener.compute_config?.k8s_namespaces ?? [];
   if (!listenerNamespaces.includes(namespace)) {
     problems.add(
       path,
-      `namespace ${namespace} is not one of the listener's k8s_namespaces (${listenerNamespaces.join(', ') || 'none'})`,
+      `namespace ${excerpt(namespace)} is not one of the listener's k8s_namespaces (${listenerNamespaces.join(', ') || 'none'})`,
     );
   }
   if (input.allowedNamespaces && !input.allowedNamespaces.includes(namespace)) {
     problems.add(
       path,
-      `namespace ${namespace} is not in the agent's allow-list (${input.allowedNamespaces.join(', ') || 'empty'})`,
+      `namespace ${excerpt(namespace)} is not in the agent's allow-list (${input.allowedNamespaces.join(', ') || 'empty'})`,
     );
   }
   return namespace;
@@ -416,6 +425,14 @@ function resolveResources(
   const cpuLimitGiven = positive('cpu_limit');
   const memoryGiven = positive('memory_mb');
   const memoryLimitGiven = positive('memory_limit_mb');
+  for (const name of ['memory_mb', 'memory_limit_mb'] as const) {
+    const value = numbers.get(key(name));
+    if (value !== undefined && value > config.limits.maxMemoryMb)
+      problems.add(
+        `${SPEC}.${key(name)}`,
+        `must be at most ${config.limits.maxMemoryMb} MiB (render.limits.maxMemoryMb); got ${value}`,
+      );
+  }
   for (const name of ['cpu', 'cpu_limit'] as const) {
     const value = numbers.get(key(name));
     if (value !== undefined && value > 0 && cpuMillis(value) === 0)
@@ -449,23 +466,20 @@ function checkSecrets(
   const seen = new Set<string>();
   secrets.forEach((secret, i) => {
     if (!isEnvVarName(secret.name) || !isSecretKey(secret.name)) {
-      problems.add(
-        `secrets[${i}].name`,
-        `${JSON.stringify(secret.name)} is not a valid environment variable name`,
-      );
+      problems.add(`secrets[${i}].name`, `${quoted(secret.name)} is not a valid environment variable name`);
     }
-    if (seen.has(secret.name)) problems.add(`secrets[${i}].name`, `duplicate name ${secret.name}`);
+    if (seen.has(secret.name)) problems.add(`secrets[${i}].name`, `duplicate name ${excerpt(secret.name)}`);
     seen.add(secret.name);
   });
   references.forEach((reference, i) => {
     if (!isEnvVarName(reference.name)) {
       problems.add(
         `secret_references[${i}].name`,
-        `${JSON.stringify(reference.name)} is not a valid environment variable name`,
+        `${quoted(reference.name)} is not a valid environment variable name`,
       );
     }
     if (seen.has(reference.name))
-      problems.add(`secret_references[${i}].name`, `duplicate name ${reference.name}`);
+      problems.add(`secret_references[${i}].name`, `duplicate name ${excerpt(reference.name)}`);
     seen.add(reference.name);
     // The same policy as every other route to a Secret (referencePolicy.ts), named at this field.
     const refused = isHostname(reference.secret_name)
@@ -542,12 +556,12 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
     ['annotations', spec.annotations],
   ] as const) {
     for (const [key, value] of Object.entries(map ?? {})) {
-      const path = `${SPEC}.${kind}.${key}`;
-      if (!isQualifiedKey(key))
-        problems.add(
-          path,
-          `${JSON.stringify(key)} is not a valid ${kind === 'labels' ? 'label' : 'annotation'} key`,
-        );
+      const path = `${SPEC}.${kind}.${excerpt(key, { escape: false })}`;
+      // Validity first: no policy pattern runs over a key that is not one.
+      if (!isQualifiedKey(key)) {
+        problems.add(path, `${quoted(key)} is not a valid ${kind === 'labels' ? 'label' : 'annotation'} key`);
+        continue;
+      }
       if (
         RESERVED_LABEL_PREFIXES.some((prefix) => key.startsWith(prefix)) &&
         (kind === 'labels' || isAgentAnnotation(key))
@@ -564,14 +578,11 @@ function checkPodMetadata(spec: ResourceSpec, config: RenderConfig, problems: Pr
   const account = spec.service_account_name;
   if (account != null && !isHostname(account)) {
     problems.add(`${SPEC}.service_account_name`, 'is not a valid ServiceAccount name');
-  } else if (
-    account != null &&
-    !config.policy.serviceAccounts.some((pattern) => matchesPattern(account, pattern))
-  ) {
+  } else if (account != null && !patternList(config.policy.serviceAccounts).matches(account)) {
     // A ServiceAccount is its permissions: only those the platform team lets deployments name.
     problems.add(
       `${SPEC}.service_account_name`,
-      `ServiceAccount ${account} is not allowed by render.policy.serviceAccounts (${config.policy.serviceAccounts.join(', ') || 'none'})`,
+      `ServiceAccount ${excerpt(account)} is not allowed by render.policy.serviceAccounts (${config.policy.serviceAccounts.join(', ') || 'none'})`,
     );
   }
   spec.image_pull_secrets?.forEach((secret, i) => {
@@ -593,15 +604,14 @@ function metadataKeyRefusal(
 ): string | undefined {
   const setting = kind === 'labels' ? 'podLabels' : 'podAnnotations';
   const { allowUnprefixed, allow, deny } = config.policy[setting];
-  const matches = (pattern: string) => matchesPattern(key.toLowerCase(), pattern.toLowerCase());
-  const denied = deny.find(matches);
+  const denied = patternList(deny, { ignoreCase: true }).find(key);
   if (denied !== undefined)
-    return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is refused by render.policy.${setting}.deny (${denied}): it changes what the cluster does to the pod`;
+    return `${kind === 'labels' ? 'label' : 'annotation'} ${excerpt(key)} is refused by render.policy.${setting}.deny (${denied}): it changes what the cluster does to the pod`;
   // Kubernetes leaves a key without a prefix to the pod's owner: components act on keys under
   // their own prefix (`deny`, checked above, holds the exceptions known).
   if (allowUnprefixed && !key.includes('/')) return undefined;
-  if (!allow.some(matches))
-    return `${kind === 'labels' ? 'label' : 'annotation'} ${key} is not allowed by render.policy.${setting}.allow (${allow.join(', ') || 'none'})`;
+  if (!patternList(allow, { ignoreCase: true }).matches(key))
+    return `${kind === 'labels' ? 'label' : 'annotation'} ${excerpt(key)} is not allowed by render.policy.${setting}.allow (${allow.join(', ') || 'none'})`;
   return undefined;
 }
 
@@ -622,9 +632,9 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
   const volumes = new Set<string>();
   spec.volumes?.forEach((volume, i) => {
     if (!isDnsLabel(volume.name))
-      problems.add(`${SPEC}.volumes[${i}].name`, `${JSON.stringify(volume.name)} is not a valid volume name`);
+      problems.add(`${SPEC}.volumes[${i}].name`, `${quoted(volume.name)} is not a valid volume name`);
     if (volumes.has(volume.name))
-      problems.add(`${SPEC}.volumes[${i}].name`, `duplicate volume name ${volume.name}`);
+      problems.add(`${SPEC}.volumes[${i}].name`, `duplicate volume name ${excerpt(volume.name)}`);
     volumes.add(volume.name);
     if (volume.csi != null) {
       // An inline CSI volume mounts whatever its driver's configuration and credentials reach.
@@ -632,10 +642,10 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
       const drivers = config.policy.csiDrivers;
       if (typeof driver !== 'string' || driver === '')
         problems.add(`${SPEC}.volumes[${i}].csi.driver`, 'a CSI driver name is required');
-      else if (!drivers.some((pattern) => matchesPattern(driver, pattern)))
+      else if (!patternList(drivers).matches(driver))
         problems.add(
           `${SPEC}.volumes[${i}].csi.driver`,
-          `CSI driver ${driver} is not allowed by render.policy.csiDrivers (${drivers.join(', ') || 'none'})`,
+          `CSI driver ${excerpt(driver)} is not allowed by render.policy.csiDrivers (${drivers.join(', ') || 'none'})`,
         );
     }
     const sources = volume.projected?.sources;
@@ -665,6 +675,9 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
   ] as const) {
     containers.forEach((container, i) => {
       checkContainer(container, `${SPEC}.${group}[${i}]`, names, volumes, problems);
+      problems.list.push(
+        ...containerResourceProblems(container.resources, `${SPEC}.${group}[${i}]`, config.limits),
+      );
     });
   }
 }
@@ -678,10 +691,13 @@ function checkMounts(
   const paths = new Set<string>();
   mounts.forEach((mount, i) => {
     if (!volumes.has(mount.name))
-      problems.add(`${path}[${i}].name`, `mounts ${mount.name}, which is not a volume of this deployment`);
+      problems.add(
+        `${path}[${i}].name`,
+        `mounts ${excerpt(mount.name)}, which is not a volume of this deployment`,
+      );
     if (mount.mountPath === '') problems.add(`${path}[${i}].mountPath`, 'is required');
     if (paths.has(mount.mountPath))
-      problems.add(`${path}[${i}].mountPath`, `duplicate mount path ${mount.mountPath}`);
+      problems.add(`${path}[${i}].mountPath`, `duplicate mount path ${excerpt(mount.mountPath)}`);
     paths.add(mount.mountPath);
   });
 }
@@ -694,8 +710,9 @@ function checkContainer(
   problems: Problems,
 ): void {
   if (!isDnsLabel(container.name))
-    problems.add(`${path}.name`, `${JSON.stringify(container.name)} is not a valid container name`);
-  if (names.has(container.name)) problems.add(`${path}.name`, `duplicate container name ${container.name}`);
+    problems.add(`${path}.name`, `${quoted(container.name)} is not a valid container name`);
+  if (names.has(container.name))
+    problems.add(`${path}.name`, `duplicate container name ${excerpt(container.name)}`);
   names.add(container.name);
   if (!container.image?.trim()) problems.add(`${path}.image`, 'an image is required');
   const env = new Set<string>();
@@ -703,10 +720,10 @@ function checkContainer(
     if (!isEnvVarName(variable.name))
       problems.add(
         `${path}.env[${j}].name`,
-        `${JSON.stringify(variable.name)} is not a valid environment variable name`,
+        `${quoted(variable.name)} is not a valid environment variable name`,
       );
     if (env.has(variable.name))
-      problems.add(`${path}.env[${j}].name`, `duplicate environment variable ${variable.name}`);
+      problems.add(`${path}.env[${j}].name`, `duplicate environment variable ${excerpt(variable.name)}`);
     env.add(variable.name);
   });
   checkMounts(container.volumeMounts ?? [], `${path}.volumeMounts`, volumes, problems);
@@ -737,8 +754,8 @@ function resolveHost(
     problems.add(
       'source_config.custom_url',
       suffixes.length === 0
-        ? `host ${host} is not allowed: render.ingress.allowedHostSuffixes allows none`
-        : `host ${host} is not under an allowed domain (${suffixes.join(', ')})`,
+        ? `host ${excerpt(host)} is not allowed: render.ingress.allowedHostSuffixes allows none`
+        : `host ${excerpt(host)} is not under an allowed domain (${suffixes.join(', ')})`,
     );
     return undefined;
   }

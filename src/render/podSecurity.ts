@@ -3,6 +3,7 @@
 // contexts, volumes, mounts, annotations) is refused with the field named, never overridden in
 // silence, and nothing reaches the API server that its Pod Security admission would refuse.
 import type { KubeObject } from '../objects/kubeObject.ts';
+import { inputExcerpt } from '../report/terminalText.ts';
 import type { RenderProblem } from './errors.ts';
 
 export type PodSecurityLevel = 'baseline' | 'restricted';
@@ -89,7 +90,7 @@ export function checkPodSecurity(object: KubeObject, level: PodSecurityLevel): R
   for (const [i, sysctl] of list(pod.sysctls).entries()) {
     const name = String(record(sysctl).name ?? '');
     if (!SAFE_SYSCTLS.has(name))
-      add(`spec.securityContext.sysctls[${i}].name`, `sysctl ${name} is not a safe sysctl`);
+      add(`spec.securityContext.sysctls[${i}].name`, `sysctl ${inputExcerpt(name)} is not a safe sysctl`);
   }
   if (restricted && pod.runAsUser === 0)
     add('spec.securityContext.runAsUser', 'running as root (uid 0) is not allowed');
@@ -98,7 +99,7 @@ export function checkPodSecurity(object: KubeObject, level: PodSecurityLevel): R
   for (const [key, value] of Object.entries(record(metadata.annotations))) {
     const text = String(value);
     if (key.startsWith(APPARMOR_ANNOTATION) && text !== 'runtime/default' && !text.startsWith('localhost/'))
-      add(`metadata.annotations[${key}]`, `AppArmor profile ${text} is not allowed`);
+      add(`metadata.annotations[${key}]`, `AppArmor profile ${inputExcerpt(text)} is not allowed`);
     if (SECCOMP_ANNOTATIONS.some((prefix) => key.startsWith(prefix)) && text === 'unconfined')
       add(`metadata.annotations[${key}]`, 'an unconfined seccomp profile is not allowed');
   }
@@ -130,7 +131,7 @@ export function checkPodSecurity(object: KubeObject, level: PodSecurityLevel): R
           add(`${path}.ports[${j}].hostPort`, 'host ports are not allowed');
       }
       if (context.procMount !== undefined && context.procMount !== 'Default')
-        add(`${at}.procMount`, `procMount ${String(context.procMount)} is not allowed`);
+        add(`${at}.procMount`, `procMount ${inputExcerpt(String(context.procMount))} is not allowed`);
       for (const [j, mount] of list(container.volumeMounts).entries()) {
         // Bidirectional propagation needs a privileged container.
         if (record(mount).mountPropagation === 'Bidirectional')
@@ -145,7 +146,7 @@ export function checkPodSecurity(object: KubeObject, level: PodSecurityLevel): R
         const allowed = restricted
           ? capability === 'NET_BIND_SERVICE'
           : BASELINE_CAPABILITIES.has(capability);
-        if (!allowed) add(`${at}.capabilities.add`, `capability ${capability} is not allowed`);
+        if (!allowed) add(`${at}.capabilities.add`, `capability ${inputExcerpt(capability)} is not allowed`);
       }
       if (!restricted) continue;
       if (!list(capabilities.drop).map(String).includes('ALL'))
@@ -172,14 +173,14 @@ function checkCommonContext(context: Json, at: string, add: (path: string, messa
     add(`${at}.windowsOptions.hostProcess`, 'host processes are not allowed');
   const selinux = record(context.seLinuxOptions);
   if (selinux.type !== undefined && !SELINUX_TYPES.has(String(selinux.type)))
-    add(`${at}.seLinuxOptions.type`, `SELinux type ${String(selinux.type)} is not allowed`);
+    add(`${at}.seLinuxOptions.type`, `SELinux type ${inputExcerpt(String(selinux.type))} is not allowed`);
   for (const field of ['user', 'role'] as const)
     if (selinux[field] !== undefined && selinux[field] !== '')
       add(`${at}.seLinuxOptions.${field}`, `a custom SELinux ${field} is not allowed`);
   const seccomp = record(context.seccompProfile).type;
   if (seccomp !== undefined && seccomp !== 'RuntimeDefault' && seccomp !== 'Localhost')
-    add(`${at}.seccompProfile.type`, `seccomp profile ${String(seccomp)} is not allowed`);
+    add(`${at}.seccompProfile.type`, `seccomp profile ${inputExcerpt(String(seccomp))} is not allowed`);
   const apparmor = record(context.appArmorProfile).type;
   if (apparmor !== undefined && apparmor !== 'RuntimeDefault' && apparmor !== 'Localhost')
-    add(`${at}.appArmorProfile.type`, `AppArmor profile ${String(apparmor)} is not allowed`);
+    add(`${at}.appArmorProfile.type`, `AppArmor profile ${inputExcerpt(String(apparmor))} is not allowed`);
 }

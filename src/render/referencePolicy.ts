@@ -6,8 +6,9 @@
 // the rendered pods is covered without a second list. Pure.
 import type { KubeObject } from '../objects/kubeObject.ts';
 import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';
+import { inputExcerpt } from '../report/terminalText.ts';
 import type { RenderProblem } from './errors.ts';
-import { matchesPattern } from './names.ts';
+import { patternList } from './patterns.ts';
 import { podReferences, type Reference } from './references.ts';
 import type { RenderConfig } from './renderConfig.ts';
 import { templateClaims } from './templateClaims.ts';
@@ -39,15 +40,15 @@ export function referenceRefusal(
 ): string | undefined {
   if (kind === 'Secret') {
     if (config.ingress.tlsSecretName !== undefined && name === config.ingress.tlsSecretName)
-      return `Secret ${name} is the Ingress TLS Secret (render.ingress.tlsSecretName), which no deployment's pods may read`;
+      return `Secret ${inputExcerpt(name)} is the Ingress TLS Secret (render.ingress.tlsSecretName), which no deployment's pods may read`;
     if (name === DIGEST_KEY_SECRET)
-      return `Secret ${name} holds the agent's digest key, which no deployment's pods may read`;
+      return `Secret ${inputExcerpt(name)} holds the agent's digest key, which no deployment's pods may read`;
   }
   if (own[kind]?.has(name)) return undefined;
   const key = POLICY_KEY[kind];
   const patterns = config.policy[key];
-  if (patterns.some((pattern) => matchesPattern(name, pattern))) return undefined;
-  return `${kind} ${name} is not allowed by render.policy.${key} (${patterns.join(', ') || 'none'})`;
+  if (patternList(patterns).matches(name)) return undefined;
+  return `${kind} ${inputExcerpt(name)} is not allowed by render.policy.${key} (${patterns.join(', ') || 'none'})`;
 }
 
 /**

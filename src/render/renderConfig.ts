@@ -383,10 +383,28 @@ export const RenderConfig = z
           .describe(
             'MiB of ephemeral storage every container requests unless the deployment gives a sidecar or init container its own: what the scheduler reserves on the node (a container given only a limit requests its limit, as Kubernetes defaults it). At most `ephemeralStorageMb`.',
           ),
+        maxMemoryMb: z
+          .number()
+          .positive()
+          .default(64 * 1024)
+          .describe(
+            "MiB of memory at most of any container's request or limit, of every kind: the deployment's `*memory_mb` and `*memory_limit_mb` fields and a sidecar's or init container's `resources`. A larger one is refused, naming the field, as are `null`, `0` and negative ones. The default, 64 GiB, is above what a LangGraph server, its queue workers or a data store of one deployment uses, and below the allocatable memory of the nodes a shared cluster runs on: a pod asking more would hold a whole node or never schedule.",
+          ),
+        maxEphemeralStorageMb: z
+          .number()
+          .positive()
+          .default(100 * 1024)
+          .describe(
+            "MiB of ephemeral storage at most of a sidecar's or init container's request or limit (every other container has `ephemeralStorageMb`). A larger one, `null`, `0` or a negative one is refused, naming the field. The default, 100 GiB, is under the root disk of common node images, which the kubelet, the images and every other pod of the node share.",
+          ),
       })
       .refine((limits) => limits.ephemeralStorageRequestMb <= limits.ephemeralStorageMb, {
         message: 'must not be above ephemeralStorageMb, the limit it is requested under',
         path: ['ephemeralStorageRequestMb'],
+      })
+      .refine((limits) => limits.ephemeralStorageMb <= limits.maxEphemeralStorageMb, {
+        message: 'must not be above maxEphemeralStorageMb, the most any container may have',
+        path: ['ephemeralStorageMb'],
       })
       .prefault({})
       .describe(
@@ -783,6 +801,22 @@ export const RenderConfig = z
       .describe('HTTPRoutes for `custom_url`, through the Gateway API.'),
   })
   .superRefine((config, ctx) => {
+    // The platform's own defaults stay under its maxima, as a deployment's values must.
+    const max = config.limits.maxMemoryMb;
+    for (const [path, memoryMb] of [
+      [['defaults', 'dev_free', 'memoryMb'], config.defaults.dev_free.memoryMb],
+      [['defaults', 'dev', 'memoryMb'], config.defaults.dev.memoryMb],
+      [['defaults', 'prod', 'memoryMb'], config.defaults.prod.memoryMb],
+      [['extraContainers', 'memoryMb'], config.extraContainers.memoryMb],
+      [['database', 'defaults', 'memoryMb'], config.database.defaults.memoryMb],
+      [['kvstore', 'defaults', 'memoryMb'], config.kvstore.defaults.memoryMb],
+    ] as const)
+      if (memoryMb > max)
+        ctx.addIssue({
+          code: 'custom',
+          path: [...path],
+          message: `must not be above limits.maxMemoryMb (${max})`,
+        });
     // A host is routed one way: two routes to one backend would be two policies for its traffic.
     if (config.ingress.className !== undefined && config.gateway.parentRefs.length > 0)
       ctx.addIssue({

@@ -1,5 +1,7 @@
 // custom_url as a route to the main Service: an Ingress (render.ingress.className) or a Gateway API
 // HTTPRoute (render.gateway.parentRefs) — never both, which the configuration refuses at load.
+
+import { inputExcerpt } from '../report/terminalText.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
 export type RouteKind = 'Ingress' | 'HTTPRoute';
@@ -40,7 +42,7 @@ export function routePathPrefix(customUrl: string): { path: string } | { problem
     path.toLowerCase().includes('%2f')
   )
     return {
-      problem: `path ${JSON.stringify(path)} cannot be matched by a route (at most ${MAX_PATH} characters of a URL path, no empty segment, no encoded slash)`,
+      problem: `path "${inputExcerpt(path)}" cannot be matched by a route (at most ${MAX_PATH} characters of a URL path, no empty segment, no encoded slash)`,
     };
   return { path };
 }

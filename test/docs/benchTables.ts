@@ -47,6 +47,24 @@ const MicroResult = z.looseObject({
 });
 export type MicroResult = z.infer<typeof MicroResult>;
 
+/** A `bench:render-size` record: one deployment grown along each shape, timed at each size. */
+const RenderSizeResult = z.looseObject({
+  benchmark: z.literal('render-size'),
+  startedAt: z.string(),
+  rows: z.array(
+    z.looseObject({
+      shape: z.string(),
+      size: z.number(),
+      inputKiB: z.number(),
+      parseMs: z.number(),
+      renderMs: z.number(),
+      outcome: z.enum(['rendered', 'parse', 'render']),
+    }),
+  ),
+  machine: z.looseObject({ loadAverageAtStart: z.array(z.number()) }),
+});
+export type RenderSizeResult = z.infer<typeof RenderSizeResult>;
+
 const NodeDaemon = z.looseObject({ cpuPercent: z.number(), rssMiB: z.number() });
 
 /** A `bench:node` record: the LangGraph path timed on the real node, and the node at rest. */
@@ -75,14 +93,20 @@ export class BenchResultError extends Error {
 export type BenchResult =
   | { readonly kind: 'sync'; readonly result: SyncResult }
   | { readonly kind: 'micro'; readonly result: MicroResult }
-  | { readonly kind: 'real-node'; readonly result: RealNodeResult };
+  | { readonly kind: 'real-node'; readonly result: RealNodeResult }
+  | { readonly kind: 'render-size'; readonly result: RenderSizeResult };
 
 /**
  * A record of bench/results: `<time>-render.json`, `<time>-poll.json`, `<time>-real-node.json`,
- * else a bench:sync run.
+ * `<time>-render-size.json`, else a bench:sync run.
  */
 export function parseBenchResult(file: string, text: string): BenchResult {
   const json: unknown = JSON.parse(text);
+  if (file.endsWith('-render-size.json')) {
+    const sized = RenderSizeResult.safeParse(json);
+    if (!sized.success) throw new BenchResultError(file, sized.error);
+    return { kind: 'render-size', result: sized.data };
+  }
   if (file.endsWith('-real-node.json')) {
     const node = RealNodeResult.safeParse(json);
     if (!node.success) throw new BenchResultError(file, node.error);
@@ -244,6 +268,26 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
   return [
     '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+const OUTCOME = { rendered: 'rendered', parse: 'refused by the schema', render: 'refused by render' };
+
+/** `bench:render-size`'s newest run: each shape's sizes, their times, and the time per KiB of input. */
+export function renderSizeTableMarkdown(results: readonly RenderSizeResult[]): string {
+  const [newest] = newestOf(results, () => 'render-size');
+  const rows = (newest?.rows ?? []).map((r) => {
+    const total = r.parseMs + r.renderMs;
+    return `| ${r.shape} | ${r.size.toLocaleString('en-US')} | ${r.inputKiB.toLocaleString('en-US')} | ${fixed(r.parseMs, 2)} | ${fixed(r.renderMs, 2)} | ${fixed((total * 1000) / Math.max(r.inputKiB, 1), 1)} | ${OUTCOME[r.outcome]} |`;
+  });
+  const header = newest
+    ? `Run ${newest.startedAt.slice(0, 16).replace('T', ' ')} UTC, load at start ${newest.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'}.\n\n`
+    : '';
+  return [
+    `${header}| shape | size | input KiB | parse ms | render ms | µs / KiB | outcome |`,
+    '|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');

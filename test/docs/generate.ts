@@ -10,6 +10,7 @@ import {
   microTableMarkdown,
   parseBenchResult,
   realNodeTableMarkdown,
+  renderSizeTableMarkdown,
 } from './benchTables.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
@@ -38,6 +39,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
   const sync = results.flatMap((r) => (r.kind === 'sync' ? [r.result] : []));
   const micro = results.flatMap((r) => (r.kind === 'micro' ? [r.result] : []));
   const realNode = results.flatMap((r) => (r.kind === 'real-node' ? [r.result] : []));
+  const renderSize = results.flatMap((r) => (r.kind === 'render-size' ? [r.result] : []));
   const regions: [string, string, string][] = [
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
@@ -51,6 +53,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
       'render-poll-results',
       microTableMarkdown(micro.filter((r) => r.benchmark !== 'resync')),
     ],
+    ['bench/README.md', 'render-size-results', renderSizeTableMarkdown(renderSize)],
     ['bench/README.md', 'resync-results', microTableMarkdown(micro.filter((r) => r.benchmark === 'resync'))],
     ['bench/README.md', 'real-node-results', realNodeTableMarkdown(realNode)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],

@@ -16,6 +16,30 @@ export const CONTROL_CHARACTERS: readonly string[] = [
   ...range(0x2066, 0x2069),
 ];
 
+/**
+ * Characters a terminal draws as nothing, so that `billing-api\u200b` reads as `billing-api`: format
+ * characters (soft hyphen, zero-width space and joiners, word joiner and invisible operators, the
+ * byte-order mark, a tag) and default-ignorable code points (Hangul fillers, a combining grapheme
+ * joiner, Mongolian and other variation selectors).
+ */
+export const INVISIBLE_CHARACTERS: readonly string[] = [
+  '\u00ad',
+  '\u034f',
+  '\u115f',
+  '\u1160',
+  ...range(0x180b, 0x180f),
+  ...range(0x200b, 0x200d),
+  ...range(0x2060, 0x2064),
+  '\u3164',
+  '\ufe00',
+  '\ufe0f',
+  '\ufeff',
+  '\uffa0',
+  '\u{e0001}',
+  '\u{e0041}',
+  '\u{e0100}',
+];
+
 /** ANSI sequences an attacker would send: cursor up and erase line, hyperlinks, title, clipboard, C1 CSI/OSC. */
 export const ANSI_SEQUENCES: readonly string[] = [
   '\x1b[1A\x1b[2K',
@@ -30,18 +54,22 @@ export const ANSI_SEQUENCES: readonly string[] = [
   'evil\u202eelif.yaml',
 ];
 
-/** Each control character and each sequence, as one hostile string apiece. */
+/** Each control character, each invisible character and each sequence, as one hostile string apiece. */
 export const HOSTILE_STRINGS: readonly string[] = [
   ...CONTROL_CHARACTERS.map((c) => `a${c}b`),
+  ...INVISIBLE_CHARACTERS.map((c) => `billing-api${c}`),
   ...ANSI_SEQUENCES,
 ];
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: these characters are what is matched
-const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/g;
+// Controls, line separators, format characters and default-ignorable code points.
+const RAW = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
 
-/** The control characters printed raw, as code points (`U+001B`); the layout's own newlines aside. */
+/**
+ * The control and invisible characters printed raw, as code points (`U+001B`, `U+200B`); the
+ * layout's own newlines aside.
+ */
 export function rawControls(text: string): string[] {
-  return [...new Set(text.match(RAW) ?? [])].map(
-    (c) => `U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`,
-  );
+  return [...new Set(text.match(RAW) ?? [])]
+    .filter((c) => c !== '\n')
+    .map((c) => `U+${(c.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`);
 }

@@ -9,6 +9,7 @@ import {
   Source,
   Uuid,
 } from './common.ts';
+import { capped, INPUT_CAPS } from './inputCaps.ts';
 
 const num = z.number().nullish();
 const str = z.string().nullish();
@@ -72,12 +73,12 @@ export const Container = z.object({
   imagePullPolicy: str,
   workingDir: str,
   restartPolicy: str,
-  command: z.array(z.string()).nullish(),
-  args: z.array(z.string()).nullish(),
-  env: z.array(EnvVar).nullish(),
-  envFrom: z.array(FreeFormObject).nullish(),
+  command: capped(z.array(z.string()), INPUT_CAPS.commandOrArgs).nullish(),
+  args: capped(z.array(z.string()), INPUT_CAPS.commandOrArgs).nullish(),
+  env: capped(z.array(EnvVar), INPUT_CAPS.env).nullish(),
+  envFrom: capped(z.array(FreeFormObject), INPUT_CAPS.envFrom).nullish(),
   resources: z.object({ limits: FreeFormObject.nullish(), requests: FreeFormObject.nullish() }).nullish(),
-  volumeMounts: z.array(VolumeMount).nullish(),
+  volumeMounts: capped(z.array(VolumeMount), INPUT_CAPS.volumeMounts).nullish(),
   securityContext: FreeFormObject.nullish(),
 });
 export type Container = z.infer<typeof Container>;
@@ -115,14 +116,14 @@ export const ResourceSpec = z.object({
   db_memory_limit_mb: num,
   db_storage_gi: num,
   db_max_connections: num,
-  labels: FreeFormObject.nullish(),
-  annotations: FreeFormObject.nullish(),
+  labels: capped(FreeFormObject, INPUT_CAPS.labels).nullish(),
+  annotations: capped(FreeFormObject, INPUT_CAPS.annotations).nullish(),
   service_account_name: str,
-  image_pull_secrets: z.array(z.object({ name: z.string() })).nullish(),
-  volumes: z.array(Volume).nullish(),
-  volume_mounts: z.array(VolumeMount).nullish(),
-  init_containers: z.array(Container).nullish(),
-  sidecars: z.array(Container).nullish(),
+  image_pull_secrets: capped(z.array(z.object({ name: z.string() })), INPUT_CAPS.imagePullSecrets).nullish(),
+  volumes: capped(z.array(Volume), INPUT_CAPS.volumes).nullish(),
+  volume_mounts: capped(z.array(VolumeMount), INPUT_CAPS.volumeMounts).nullish(),
+  init_containers: capped(z.array(Container), INPUT_CAPS.initContainers).nullish(),
+  sidecars: capped(z.array(Container), INPUT_CAPS.sidecars).nullish(),
 });
 export type ResourceSpec = z.infer<typeof ResourceSpec>;
 
@@ -167,7 +168,7 @@ export const Deployment = z.object({
   source: Source,
   source_config: SourceConfig,
   source_revision_config: SourceRevisionConfig,
-  secrets: z.array(Secret),
+  secrets: capped(z.array(Secret), INPUT_CAPS.secrets),
   id: Uuid,
   tenant_id: Uuid,
   created_at: DateTime,
@@ -175,7 +176,7 @@ export const Deployment = z.object({
   status: DeploymentStatus,
   latest_revision_id: Uuid.nullable(),
   active_revision_id: Uuid.nullable(),
-  secret_references: z.array(SecretReference).nullish(),
+  secret_references: capped(z.array(SecretReference), INPUT_CAPS.secretReferences).nullish(),
   image_version: str,
 });
 export type Deployment = z.infer<typeof Deployment>;

@@ -2,6 +2,7 @@
 export * from './auth.ts';
 export * from './common.ts';
 export * from './deployment.ts';
+export * from './inputCaps.ts';
 export * from './listener.ts';
 export * from './repository.ts';
 export * from './revision.ts';

@@ -101,6 +101,9 @@ describe('status prints a tenant’s strings escaped', () => {
     expect(table).toContain('\\x1b]8;;http://evil.example/\\x07');
     expect(table).toContain('web\\x1b[1A\\x1b[2K');
     expect(table).toContain('webevil\\u202eelif.yaml');
+    // Invisible characters too: `billing-api\u200b` never reads as `billing-api`.
+    expect(table).toContain('webbilling-api\\u200b ');
+    expect(table).toContain('webbilling-api\\u2060 ');
     // The MESSAGE column starts at the same place on every line: no cell moved it.
     const at = lines[0]?.indexOf('MESSAGE');
     expect(lines.slice(1).every((line) => line.slice(at).startsWith('deployment '))).toBe(true);

@@ -12,6 +12,7 @@ import {
   microTableMarkdown,
   parseBenchResult,
   realNodeTableMarkdown,
+  renderSizeTableMarkdown,
 } from '../../docs/benchTables.ts';
 import { chartValues, UndocumentedValueError } from '../../docs/chartValues.ts';
 import { configKeys } from '../../docs/configReference.ts';
@@ -94,6 +95,32 @@ describe('bench:node records', () => {
     expect(() => parseBenchResult('x-real-node.json', JSON.stringify({ ...record, runs: 'two' }))).toThrow(
       /x-real-node.json/,
     );
+  });
+});
+
+describe('bench:render-size records', () => {
+  it('are tabled as the newest run, a row per shape and size, with the time per KiB', () => {
+    const record = (startedAt: string, renderMs: number) => ({
+      benchmark: 'render-size',
+      startedAt,
+      rows: [{ shape: 'label keys', size: 64, inputKiB: 2, parseMs: 0.5, renderMs, outcome: 'rendered' }],
+      machine: { loadAverageAtStart: [0.5] },
+    });
+    const parse = (startedAt: string, renderMs: number) => {
+      const parsed = parseBenchResult(
+        `${startedAt}-render-size.json`,
+        JSON.stringify(record(startedAt, renderMs)),
+      );
+      if (parsed.kind !== 'render-size') throw new Error(`read as ${parsed.kind}`);
+      return parsed.result;
+    };
+    const lines = renderSizeTableMarkdown([
+      parse('2026-11-27T17:00:00.000Z', 1.5),
+      parse('2026-11-27T16:00:00.000Z', 9),
+    ]).split('\n');
+    expect(lines[0]).toBe('Run 2026-11-27 17:00 UTC, load at start 0.50.');
+    expect(lines[4]).toBe('| label keys | 64 | 2 | 0.50 | 1.50 | 1000.0 | rendered |');
+    expect(lines).toHaveLength(6);
   });
 });
 

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Container } from '../../../src/controlplane/schemas/index.ts';
 import { type RenderConfigInput, renderDeployment } from '../../../src/render/index.ts';
 import { podTemplateOf } from '../../../src/render/podSecurity.ts';
+import { quantityValue } from '../../../src/render/quantities.ts';
 import { config, withSpec } from '../../support/renderFixtures.ts';
 
 type Json = Record<string, unknown>;
@@ -101,5 +102,109 @@ describe('container limits', () => {
   it('refuses a configured ephemeral-storage request above its limit', () => {
     const parsed = config.bind(null, { limits: { ephemeralStorageMb: 64, ephemeralStorageRequestMb: 128 } });
     expect(parsed).toThrow('must not be above ephemeralStorageMb');
+  });
+});
+
+describe('limits are positive and bounded', () => {
+  const SPEC = 'source_config.resource_spec';
+  const refusal = (spec: Parameters<typeof withSpec>[0], overrides: RenderConfigInput = {}) => {
+    const result = renderDeployment(withSpec(spec), config(overrides));
+    return result.ok ? [] : result.error.problems;
+  };
+  const containerWith = (kind: 'requests' | 'limits', resource: string, value: unknown): Container => ({
+    name: 'side',
+    image: 'busybox:1.36',
+    resources: { [kind]: { [resource]: value } },
+  });
+
+  describe.each([
+    ['sidecars', {}],
+    ['init_containers', {}],
+    ['init_containers', { restartPolicy: 'Always' }],
+  ] as const)('%s %j', (group, extra) => {
+    it.each<readonly ['limits' | 'requests', string, unknown]>([
+      ...[null, '0', 0, '-1Mi', '1Ei', '65537Mi', 'lots', '1e300', '0.0'].flatMap((value) =>
+        (['limits', 'requests'] as const).map((kind) => [kind, 'memory', value] as const),
+      ),
+      ...[null, '0', '-5Gi', '1Ei', '101Gi', '1Pi'].flatMap((value) =>
+        (['limits', 'requests'] as const).map((kind) => [kind, 'ephemeral-storage', value] as const),
+      ),
+      ['limits', 'cpu', null],
+      ['requests', 'cpu', '-1'],
+    ])('refuses %s.%s %j, naming the field', (kind, resource, value) => {
+      const container = { ...containerWith(kind, resource, value), ...extra };
+      expect(refusal({ [group]: [container] })).toEqual([
+        {
+          path: `${SPEC}.${group}[0].resources.${kind}.${resource}`,
+          message: expect.stringMatching(/^must (be a|not be negative)/),
+        },
+      ]);
+    });
+
+    it.each([
+      ['limits', 'memory', '64Gi'],
+      ['requests', 'memory', 268435456],
+      ['limits', 'ephemeral-storage', '100Gi'],
+      ['requests', 'ephemeral-storage', '1.5G'],
+      ['requests', 'cpu', '0'],
+    ] as const)('takes %s.%s %j', (kind, resource, value) => {
+      expect(refusal({ [group]: [{ ...containerWith(kind, resource, value), ...extra }] })).toEqual([]);
+    });
+  });
+
+  it('follows the configured maxima', () => {
+    const big = containerWith('limits', 'memory', '2Gi');
+    expect(refusal({ sidecars: [big] }, { limits: { maxMemoryMb: 1024 } })).toEqual([
+      {
+        path: `${SPEC}.sidecars[0].resources.limits.memory`,
+        message: 'must be a positive quantity of at most 1024Mi (render.limits.maxMemoryMb); got "2Gi"',
+      },
+    ]);
+    expect(refusal({ sidecars: [big] }, { limits: { maxMemoryMb: 2048 } })).toEqual([]);
+  });
+
+  it.each([
+    'memory_mb',
+    'memory_limit_mb',
+    'queue_memory_mb',
+    'orchestrator_memory_limit_mb',
+    'executor_memory_mb',
+    'db_memory_mb',
+    'kvstore_memory_limit_mb',
+  ] as const)('refuses %s above render.limits.maxMemoryMb', (field) => {
+    const memory = field.endsWith('limit_mb') ? { [field.replace('_limit', '')]: 1024 } : {};
+    expect(refusal({ ...memory, [field]: 64 * 1024 + 1 })).toContainEqual({
+      path: `${SPEC}.${field}`,
+      message: 'must be at most 65536 MiB (render.limits.maxMemoryMb); got 65537',
+    });
+    expect(refusal({ ...memory, [field]: 64 * 1024 })).toEqual([]);
+  });
+
+  it('refuses a configuration whose own defaults are above its maxima', () => {
+    expect(() => config({ limits: { maxMemoryMb: 512 } })).toThrow(
+      'must not be above limits.maxMemoryMb (512)',
+    );
+    expect(() => config({ limits: { maxEphemeralStorageMb: 512 } })).toThrow(
+      'must not be above maxEphemeralStorageMb',
+    );
+  });
+});
+
+describe('quantityValue', () => {
+  it.each<[unknown, number | undefined]>([
+    ['512Mi', 512 * 2 ** 20],
+    ['1.5G', 1.5e9],
+    ['1e3', 1000],
+    ['250m', 0.25],
+    ['.5Ki', 512],
+    [1024, 1024],
+    ['-1Mi', -(2 ** 20)],
+    [null, undefined],
+    ['', undefined],
+    ['1 Gi', undefined],
+    ['1GB', undefined],
+    [`${'9'.repeat(100)}`, undefined],
+  ])('%j is %s', (quantity, value) => {
+    expect(quantityValue(quantity)).toBe(value);
   });
 });

@@ -72,6 +72,8 @@ function fieldsNaming(what: RegExp, schema: z.ZodType): string[] {
       node instanceof z.ZodPrefault
     )
       return visit(node.unwrap() as z.ZodType, path);
+    // A capped list or map (schemas/inputCaps.ts): its count checked, then the schema itself.
+    if (node instanceof z.ZodPipe) return visit(node.out as z.ZodType, path);
     if (node instanceof z.ZodArray) return visit(node.element as z.ZodType, `${path}[]`);
     if (node instanceof z.ZodRecord) {
       if (!(path in FREE_FORM_TYPES)) throw new Error(`free-form field ${path} has no Kubernetes type here`);

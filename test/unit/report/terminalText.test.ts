@@ -1,7 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { terminalJson, terminalLine, terminalText, terminalYaml } from '../../../src/report/terminalText.ts';
-import { CONTROL_CHARACTERS, HOSTILE_STRINGS, rawControls } from '../../support/terminalControls.ts';
+import {
+  inputExcerpt,
+  terminalJson,
+  terminalLine,
+  terminalText,
+  terminalYaml,
+} from '../../../src/report/terminalText.ts';
+import {
+  CONTROL_CHARACTERS,
+  HOSTILE_STRINGS,
+  INVISIBLE_CHARACTERS,
+  rawControls,
+} from '../../support/terminalControls.ts';
 
 describe('terminalText', () => {
   it.each(CONTROL_CHARACTERS.map((c) => [c.codePointAt(0)?.toString(16).padStart(4, '0') ?? '', c]))(
@@ -14,7 +25,20 @@ describe('terminalText', () => {
     },
   );
 
+  it.each(INVISIBLE_CHARACTERS.map((c) => [c.codePointAt(0)?.toString(16).padStart(4, '0') ?? '', c]))(
+    'invisible U+%s shows as an escape',
+    (_code, char) => {
+      const printed = terminalText(`billing-api${char}`);
+      expect(rawControls(printed)).toEqual([]);
+      expect(printed).toMatch(/^billing-api(\\x[0-9a-f]{2}|(\\u[0-9a-f]{4}){1,2})$/);
+    },
+  );
+
   it.each<[string, string]>([
+    ['billing-api\u200b', 'billing-api\\u200b'],
+    ['billing\u2060-api', 'billing\\u2060-api'],
+    ['\u3164\ufeff\u00ad', '\\u3164\\ufeff\\xad'],
+    ['tag\u{e0041}', 'tag\\udb40\\udc41'],
     ['\x1b[1A\x1b[2K', '\\x1b[1A\\x1b[2K'],
     ['\x1b]8;;http://evil\x07', '\\x1b]8;;http://evil\\x07'],
     ['\x9b2J', '\\x9b2J'],
@@ -36,12 +60,40 @@ describe('terminalText', () => {
   });
 });
 
+describe('inputExcerpt', () => {
+  it('quotes at most 100 characters of a tenant string, escaped, and says how many more there were', () => {
+    const key = `${'.cilium.io/'.repeat(40_000)}\n`;
+    const excerpt = inputExcerpt(key);
+    expect(excerpt).toBe(`${key.slice(0, 100)}…(439,901 more characters)`);
+    expect(inputExcerpt(`\u200b${'a'.repeat(200)}`)).toMatch(/^\\u200ba{99}…\(101 more characters\)$/);
+    expect(inputExcerpt('short\u2060')).toBe('short\\u2060');
+  });
+
+  it('leaves a field path unescaped (its printer escapes it) but cut all the same', () => {
+    expect(inputExcerpt(`k\x1b${'x'.repeat(200)}`, { escape: false })).toBe(
+      `k\x1b${'x'.repeat(98)}…(102 more characters)`,
+    );
+  });
+
+  it('never cuts a surrogate pair in half', () => {
+    expect(inputExcerpt(`${'a'.repeat(99)}🚀🚀`)).toBe(`${'a'.repeat(99)}…(4 more characters)`);
+  });
+});
+
 describe('terminalJson', () => {
   const value = Object.fromEntries(HOSTILE_STRINGS.map((s, i) => [`${s}${i}`, { s, list: [s] }]));
 
   it('parses back to the same value, with no raw control character', () => {
     const json = terminalJson(value, 2);
     expect(rawControls(json)).toEqual([]);
+    expect(JSON.parse(json)).toEqual(value);
+  });
+
+  it('escapes the invisible characters JSON.stringify leaves raw, parsed back the same', () => {
+    const value = ['billing-api\u200b', '\u3164', 'tag\u{e0041}'];
+    expect(rawControls(JSON.stringify(value))).toEqual(['U+200B', 'U+3164', 'U+E0041']);
+    const json = terminalJson(value);
+    expect(json).toBe('["billing-api\\u200b","\\u3164","tag\\udb40\\udc41"]');
     expect(JSON.parse(json)).toEqual(value);
   });
 
