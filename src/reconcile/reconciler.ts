@@ -24,6 +24,7 @@ import {
 } from '../render/index.ts';
 import { inputBoundsProblems } from '../render/inputBounds.ts';
 import { ownedAnnotations } from '../render/ownedAnnotations.ts';
+import { REFERENCE_KINDS } from '../render/references.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
@@ -413,8 +414,10 @@ export class Reconciler {
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<unknown> {
-    if (!(error instanceof TerminalError || error instanceof WaitingError) || error.refused.length === 0)
-      return error;
+    if (!(error instanceof TerminalError || error instanceof WaitingError)) return error;
+    // Only what a pod can name runs a workload on it (a taken Service does not): no read otherwise.
+    const named = error.refused.filter((ref) => REFERENCE_KINDS.has(ref.kind));
+    if (named.length === 0) return error;
     const templated = new Map(
       workloads
         .filter((ref) => POD_TEMPLATE_KINDS.has(ref.kind))
@@ -424,7 +427,7 @@ export class Reconciler {
       { kube: this.#o.kube, events: this.#o.events, listenerId: () => this.#o.listener().id },
       deploymentId,
       [...templated.values()],
-      error.refused,
+      named,
       log,
       signal,
     );

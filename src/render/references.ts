@@ -5,6 +5,9 @@
 import type { KubeObject } from '../objects/kubeObject.ts';
 import { podTemplateOf } from './podSecurity.ts';
 
+/** The kinds a pod template can name: the only ones whose change of owner a workload runs on. */
+export const REFERENCE_KINDS: ReadonlySet<string> = new Set(['Secret', 'ConfigMap', 'PersistentVolumeClaim']);
+
 export interface Reference {
   readonly kind: 'Secret' | 'ConfigMap' | 'PersistentVolumeClaim';
   readonly namespace: string;

@@ -157,7 +157,7 @@ describe('k8s-listener diff', () => {
    revisionHistoryLimit: 5
    selector:
      matchLabels:
-@@ -60,7 +60,7 @@
+@@ -62,7 +62,7 @@
                  secretKeyRef:
                    key: API_TOKEN
                    name: web-secrets

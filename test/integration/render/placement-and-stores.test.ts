@@ -235,9 +235,11 @@ describe('a deployment that switches from its in-cluster database to its own', (
 
     // Deleted: the volume and its password still outlive it.
     await world.client.deleteDeployment(first.id);
+    // Its objects go one by one, the Secrets after the Services: wait for the last of them.
     await eventually(
       'the deployment removed',
-      async () => ((await names('Service')).length === 0 ? true : undefined),
+      async () =>
+        (await names('Service')).length === 0 && (await names('Secret')).length <= 1 ? true : undefined,
       60_000,
     );
     expect((await claim())?.metadata?.uid).toBe(kept?.metadata?.uid);
