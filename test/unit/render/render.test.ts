@@ -662,7 +662,11 @@ describe('pod metadata, volumes and extra containers', () => {
       expect(template.spec.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
       expect(template.spec.volumes).toHaveLength(8);
       expect(template.spec.containers[0].volumeMounts).toHaveLength(8);
-      expect(template.spec.initContainers.map((c: Json) => c.name)).toEqual(['migrate', 'proxy']);
+      expect(template.spec.initContainers.map((c: Json) => c.name)).toEqual([
+        'wait-for-stores',
+        'migrate',
+        'proxy',
+      ]);
       expect(template.spec.containers.map((c: Json) => c.name)).toEqual(['app', 'log-shipper']);
       expect(template.spec.containers[0].image).toBe('registry.example.test/agents/platform:2.4.1');
     }
