@@ -161,7 +161,7 @@ export interface DeployPhases {
   controlPlaneToPoll: number;
   /** That listing → the agent's DEPLOYING report observed: rendered, applied, its status read. */
   agentRenderApply: number;
-  /** Applied → the first server pod scheduled. */
+  /** The server pod first seen → scheduled (the controllers made it after the agent's write). */
   scheduling: number;
   /** Scheduled → its first container running: the sandbox and the image (pull: `imagePull`). */
   podStart: number;
@@ -207,7 +207,7 @@ export function deployPhases(input: {
   return {
     controlPlaneToPoll: s(seen - started),
     agentRenderApply: s(applied - seen),
-    scheduling: s((server.scheduled ?? nan) - applied),
+    scheduling: s((server.scheduled ?? nan) - (server.created ?? nan)),
     podStart: s(firstContainer - (server.scheduled ?? nan)),
     imagePull: input.imagePull ?? nan,
     storesReadyAfterApply: s(storesReady - applied),
