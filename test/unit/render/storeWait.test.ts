@@ -101,7 +101,7 @@ describe('the wait for the stores', () => {
   });
 
   it('is a script that exits once every store accepts a connection, not before', async () => {
-    const [wait] = podSpecs(render(withSpec({})))?.main?.initContainers as Json[];
+    const wait = (podSpecs(render(withSpec({}))).main?.initContainers as Json[] | undefined)?.[0];
     const script = wait?.command[2] as string;
     const late = createServer((socket) => socket.end());
     const early = createServer((socket) => socket.end());
