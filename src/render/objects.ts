@@ -593,7 +593,8 @@ for target in sys.argv[1:]:
 /**
  * The pod's init containers: first the wait for the stores the agent provisions (a server started
  * before them would exit and back off), then the deployment's own. Stores it brings are not waited
- * for: the agent does not run them, and nothing tells when they answer.
+ * for: the agent does not run them, and nothing tells when they answer. Executors neither: their
+ * pods are made for runs, once the stores answer, and each would start later for it.
  */
 function initContainers(
   plan: RenderPlan,
@@ -606,7 +607,7 @@ function initContainers(
     plan.kvstore ? `${names.kvstore}.${plan.namespace}.svc:${config.kvstore.port}` : undefined,
   ].filter((target) => target !== undefined);
   const wait =
-    config.app.waitForStores && targets.length > 0
+    config.app.waitForStores && targets.length > 0 && workload.role !== 'executor'
       ? [
           {
             name: STORE_WAIT_CONTAINER,
