@@ -76,6 +76,11 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
     objects.push(
       object(plan, 'v1', 'Service', names.database, 'database', {
         clusterIP: 'None',
+        // Its name resolves once its pod has an address, not only once ready: a name looked up
+        // before it resolves is cached as absent by the cluster's DNS (CoreDNS: `ttl 30`), and a
+        // new deployment's server and store wait would see no database for 30 s after it answers.
+        // A connection is refused until PostgreSQL listens, which `wait-for-stores` waits for.
+        publishNotReadyAddresses: true,
         selector: selectorLabels(plan, 'database'),
         ports: [{ name: 'postgres', port: config.database.port, targetPort: 'postgres', protocol: 'TCP' }],
       }),
@@ -572,9 +577,10 @@ function appPodTemplate(
 /** The init container that waits for the stores (`render.app.waitForStores`). */
 export const STORE_WAIT_CONTAINER = 'wait-for-stores';
 
-// Until each `host:port` argument accepts a connection: a store's Service reaches only pods its
-// readiness probe passed (the database's, headless, resolves to no address before). A line every
-// 10 s says what it waits for; the timeout keeps a Service that drops packets from hanging it.
+// Until each `host:port` argument accepts a connection, in order: Redis's Service (a cluster IP)
+// refuses until its pod is ready; the database's name resolves once its pod has an address, and
+// it refuses until PostgreSQL listens. A line every 10 s says what it waits for; the timeout
+// keeps a Service that drops packets from hanging it.
 const STORE_WAIT_SCRIPT = `import socket, sys, time
 said = 0.0
 for target in sys.argv[1:]:
@@ -602,9 +608,11 @@ function initContainers(
   config: RenderConfig,
   names: ObjectNames,
 ): Json[] | undefined {
+  // Redis first: its name always resolves, and by the time it answers the database's pod has an
+  // address, so the database's name is not looked up (and cached as absent) before it has one.
   const targets = [
-    plan.database ? `${names.database}.${plan.namespace}.svc:${config.database.port}` : undefined,
     plan.kvstore ? `${names.kvstore}.${plan.namespace}.svc:${config.kvstore.port}` : undefined,
+    plan.database ? `${names.database}.${plan.namespace}.svc:${config.database.port}` : undefined,
   ].filter((target) => target !== undefined);
   const wait =
     config.app.waitForStores && targets.length > 0 && workload.role !== 'executor'

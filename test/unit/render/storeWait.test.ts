@@ -66,13 +66,20 @@ describe('the wait for the stores', () => {
       expect(wait?.name).toBe('wait-for-stores');
       expect(wait?.image).toBe(app.image);
       expect(wait?.command.slice(0, 2)).toEqual(['python', '-c']);
-      expect(wait?.command.slice(3)).toEqual([DB, KV]);
+      expect(wait?.command.slice(3)).toEqual([KV, DB]);
       expect(wait?.resources).toEqual(app.resources);
       expect(wait?.securityContext).toEqual(app.securityContext);
       // No secret reaches it: it needs none.
       expect(JSON.stringify(wait)).not.toContain('secretKeyRef');
       expect(own?.name).toBe('migrate');
     }
+  });
+
+  it('finds the database by name as soon as its pod has an address, so that no early look-up is cached as absent', () => {
+    const service = render(withSpec({})).find(
+      (o) => o.kind === 'Service' && o.metadata.name === 'hello-db',
+    ) as unknown as Json;
+    expect(service.spec).toMatchObject({ clusterIP: 'None', publishNotReadyAddresses: true });
   });
 
   it('waits only for the stores the agent provisions, and is absent without them or when turned off', () => {
