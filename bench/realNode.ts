@@ -119,8 +119,11 @@ async function firstAnsweredRun(name: string, started: number, imageWanted: stri
   for (;;) {
     try {
       const main = await kube.apps.readNamespacedDeployment({ name, namespace });
+      // The status of the generation asked for: the one before the new revision's still counts
+      // the old pods as updated and available, and they would answer.
       const rolled =
         main.spec?.template.spec?.containers[0]?.image === imageWanted &&
+        (main.status?.observedGeneration ?? 0) >= (main.metadata?.generation ?? 1) &&
         main.status?.updatedReplicas === main.status?.replicas &&
         main.status?.availableReplicas === main.status?.replicas &&
         (main.status?.replicas ?? 0) > 0;
