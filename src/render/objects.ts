@@ -620,7 +620,7 @@ function initContainers(
           {
             name: STORE_WAIT_CONTAINER,
             image: plan.image,
-            command: ['python', '-c', STORE_WAIT_SCRIPT, ...targets],
+            command: ['python3', '-c', STORE_WAIT_SCRIPT, ...targets],
             env: [{ name: 'PYTHONDONTWRITEBYTECODE', value: '1' }],
             // The main container's: the pod's requests are the larger of the two, so unchanged.
             resources: resources(workload.resources, config),

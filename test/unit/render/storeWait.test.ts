@@ -65,7 +65,7 @@ describe('the wait for the stores', () => {
       const app = spec.containers[0];
       expect(wait?.name).toBe('wait-for-stores');
       expect(wait?.image).toBe(app.image);
-      expect(wait?.command.slice(0, 2)).toEqual(['python', '-c']);
+      expect(wait?.command.slice(0, 2)).toEqual(['python3', '-c']);
       expect(wait?.command.slice(3)).toEqual([KV, DB]);
       expect(wait?.resources).toEqual(app.resources);
       expect(wait?.securityContext).toEqual(app.securityContext);
