@@ -27,6 +27,14 @@ import { REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeMissing } from '../test/cluste
 import { adminKube, createNamespace, uniqueNamespace } from '../test/support/adminKube.ts';
 import { ControlPlaneTestClient } from '../test/support/controlPlaneTestClient.ts';
 import { cliEnv, installLanggraphCli, runCommand } from '../test/support/langgraphCli.ts';
+import {
+  type DeployPhases,
+  deployPhases,
+  medianPhases,
+  PodTimeline,
+  pullSeconds,
+  watchControlPlane,
+} from './deployTimeline.ts';
 import { CLOCK_TICKS, readProcStat, readProcStatus } from './procfs.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
 import { median } from './statistics.ts';
@@ -60,6 +68,7 @@ const image = (name: string) => {
 };
 const kube = adminKube(cluster.kubeconfigPath);
 const emulator = await startEmulator({ apiKey: API_KEY });
+const controlPlaneMarks = watchControlPlane(emulator);
 const client = new ControlPlaneTestClient({
   baseUrl: emulator.url,
   apiKey: API_KEY,
@@ -110,8 +119,11 @@ async function firstAnsweredRun(name: string, started: number, imageWanted: stri
   for (;;) {
     try {
       const main = await kube.apps.readNamespacedDeployment({ name, namespace });
+      // The status of the generation asked for: the one before the new revision's still counts
+      // the old pods as updated and available, and they would answer.
       const rolled =
         main.spec?.template.spec?.containers[0]?.image === imageWanted &&
+        (main.status?.observedGeneration ?? 0) >= (main.metadata?.generation ?? 1) &&
         main.status?.updatedReplicas === main.status?.replicas &&
         main.status?.availableReplicas === main.status?.replicas &&
         (main.status?.replicas ?? 0) > 0;
@@ -153,17 +165,37 @@ function cli(command: string, deploymentId = '') {
 
 const firstRunS: number[] = [];
 const newRevisionS: number[] = [];
+const phases: DeployPhases[] = [];
 for (let i = 0; i < RUNS; i++) {
   const name = `counter-${i}`;
+  const pods = new PodTimeline(kube, namespace);
   const started = Date.now();
   const created = cli(
     `langgraph deploy --image-uri ${image('langgraph-server')} --listener-id "$LISTENER_ID" --k8s-namespace "$NAMESPACE" --name ${name} --no-input`,
   );
   firstRunS.push(await firstAnsweredRun(name, started, image('langgraph-server')));
+  const answered = started + (firstRunS.at(-1) ?? 0) * 1000;
   const done = await created;
   const deploymentId = /Deployment ID: (\S+)/.exec(done.stdout)?.[1] ?? '';
   if (done.code !== 0 || !deploymentId)
     throw new Error(`langgraph deploy failed: ${done.stdout}\n${done.stderr}`);
+  // DEPLOYED is reported at the agent's next poll after the pods are ready.
+  await sleep(3_000);
+  await pods.stop();
+  const [server] = pods.of(deploymentId, 'main');
+  if (!server) throw new Error(`no server pod seen for ${deploymentId}`);
+  const events = await kube.core.listNamespacedEvent({ namespace });
+  phases.push(
+    deployPhases({
+      started,
+      answered,
+      controlPlane: controlPlaneMarks(deploymentId),
+      server,
+      stores: [...pods.of(deploymentId, 'database'), ...pods.of(deploymentId, 'kvstore')],
+      imagePull: pullSeconds(events.items, server.name),
+    }),
+  );
+  console.error(`run ${i + 1}/${RUNS} phases: ${JSON.stringify(phases.at(-1))}`);
   const revised = Date.now();
   const updated = cli(
     `langgraph deploy --deployment-id "$DEPLOYMENT_ID" --image-uri ${image('langgraph-server-2')} --no-input`,
@@ -240,6 +272,8 @@ const record = {
   newRevisionAnsweredRunS: newRevisionS,
   medianFirstAnsweredRunS: median(firstRunS),
   medianNewRevisionAnsweredRunS: median(newRevisionS),
+  deployPhases: phases,
+  medianDeployPhasesS: medianPhases(phases, median),
   nodeAtRest: atRest,
 };
 const path = await writeRecord(startedAt, 'real-node', record);

@@ -76,6 +76,11 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
     objects.push(
       object(plan, 'v1', 'Service', names.database, 'database', {
         clusterIP: 'None',
+        // Its name resolves once its pod has an address, not only once ready: a name looked up
+        // before it resolves is cached as absent by the cluster's DNS (CoreDNS: `ttl 30`), and a
+        // new deployment's server and store wait would see no database for 30 s after it answers.
+        // A connection is refused until PostgreSQL listens, which `wait-for-stores` waits for.
+        publishNotReadyAddresses: true,
         selector: selectorLabels(plan, 'database'),
         ports: [{ name: 'postgres', port: config.database.port, targetPort: 'postgres', protocol: 'TCP' }],
       }),
@@ -516,6 +521,7 @@ function appPodTemplate(
     ports: probes ? [{ name: 'http', containerPort: config.app.containerPort, protocol: 'TCP' }] : undefined,
     readinessProbe: probes?.readinessProbe ? structuredClone(probes.readinessProbe) : undefined,
     livenessProbe: probes?.livenessProbe ? structuredClone(probes.livenessProbe) : undefined,
+    startupProbe: probes?.startupProbe ? structuredClone(probes.startupProbe) : undefined,
     // Kept serving until the Service has dropped the pod from its endpoints: the server stops
     // accepting on SIGTERM, and a request routed to it meanwhile would be refused.
     lifecycle:
@@ -561,13 +567,69 @@ function appPodTemplate(
       securityContext: podHardening(config),
       topologySpreadConstraints: spread,
       ...placementFields(placement, selectorLabels(plan, workload.role)),
-      initContainers: spec.init_containers?.length
-        ? spec.init_containers.map((c) => userContainer(c, config))
-        : undefined,
+      initContainers: initContainers(plan, workload, config, names),
       containers: [app, ...(spec.sidecars ?? []).map((c) => userContainer(c, config))],
       volumes: spec.volumes?.length ? spec.volumes.map((v) => compact({ ...v })) : undefined,
     }),
   };
+}
+
+/** The init container that waits for the stores (`render.app.waitForStores`). */
+export const STORE_WAIT_CONTAINER = 'wait-for-stores';
+
+// Until each `host:port` argument accepts a connection, in order: Redis's Service (a cluster IP)
+// refuses until its pod is ready; the database's name resolves once its pod has an address, and
+// it refuses until PostgreSQL listens. A line every 10 s says what it waits for; the timeout
+// keeps a Service that drops packets from hanging it.
+const STORE_WAIT_SCRIPT = `import socket, sys, time
+said = 0.0
+for target in sys.argv[1:]:
+    host, port = target.rsplit(":", 1)
+    while True:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            break
+        except OSError as error:
+            if time.monotonic() - said >= 10:
+                print(f"waiting for {target}: {error}", flush=True)
+                said = time.monotonic()
+            time.sleep(0.25)
+`;
+
+/**
+ * The pod's init containers: first the wait for the stores the agent provisions (a server started
+ * before them would exit and back off), then the deployment's own. Stores it brings are not waited
+ * for: the agent does not run them, and nothing tells when they answer. Executors neither: their
+ * pods are made for runs, once the stores answer, and each would start later for it.
+ */
+function initContainers(
+  plan: RenderPlan,
+  workload: AppWorkloadPlan,
+  config: RenderConfig,
+  names: ObjectNames,
+): Json[] | undefined {
+  // Redis first: its name always resolves, and by the time it answers the database's pod has an
+  // address, so the database's name is not looked up (and cached as absent) before it has one.
+  const targets = [
+    plan.kvstore ? `${names.kvstore}.${plan.namespace}.svc:${config.kvstore.port}` : undefined,
+    plan.database ? `${names.database}.${plan.namespace}.svc:${config.database.port}` : undefined,
+  ].filter((target) => target !== undefined);
+  const wait =
+    config.app.waitForStores && targets.length > 0 && workload.role !== 'executor'
+      ? [
+          {
+            name: STORE_WAIT_CONTAINER,
+            image: plan.image,
+            command: ['python3', '-c', STORE_WAIT_SCRIPT, ...targets],
+            env: [{ name: 'PYTHONDONTWRITEBYTECODE', value: '1' }],
+            // The main container's: the pod's requests are the larger of the two, so unchanged.
+            resources: resources(workload.resources, config),
+            securityContext: containerHardening(config),
+          },
+        ]
+      : [];
+  const all = [...wait, ...(plan.spec.init_containers ?? []).map((c) => userContainer(c, config))];
+  return all.length > 0 ? all : undefined;
 }
 
 /** Where the platform puts the deployment's database or key-value store (`render.scheduling`). */

@@ -26,7 +26,7 @@ import {
   isQualifiedKey,
   isSecretKey,
 } from './names.ts';
-import { objectNames } from './objects.ts';
+import { objectNames, STORE_WAIT_CONTAINER } from './objects.ts';
 import { patternList } from './patterns.ts';
 import { cpuMillis } from './quantities.ts';
 import { planQueueScaler, type QueueScalerPlan } from './queueScaling.ts';
@@ -668,7 +668,11 @@ function checkVolumesAndContainers(spec: ResourceSpec, config: RenderConfig, pro
   });
   checkMounts(spec.volume_mounts ?? [], `${SPEC}.volume_mounts`, volumes, problems);
 
-  const names = new Set<string>([config.app.containerName]);
+  // The store wait's name is the agent's, whether or not this deployment has stores of it.
+  const names = new Set<string>([
+    config.app.containerName,
+    ...(config.app.waitForStores ? [STORE_WAIT_CONTAINER] : []),
+  ]);
   for (const [group, containers] of [
     ['init_containers', spec.init_containers ?? []],
     ['sidecars', spec.sidecars ?? []],

@@ -16,6 +16,16 @@ const EnvName = z.string().min(1).nullable();
 
 // LangGraph servers (the API and the queue entrypoint alike) answer `GET /ok` on `$PORT`.
 const OK_READINESS = { httpGet: { path: '/ok', port: 'http' }, periodSeconds: 10, timeoutSeconds: 5 };
+// Every second from the container's start until the server first answers, so that its pod is
+// ready within a second of it (the kubelet runs the readiness probe at once when this one passes;
+// the readiness probe's own period would leave up to 10 s). Five minutes for a first start that
+// runs the server's database migrations; liveness waits for it.
+const OK_STARTUP = {
+  httpGet: { path: '/ok', port: 'http' },
+  periodSeconds: 1,
+  timeoutSeconds: 1,
+  failureThreshold: 300,
+};
 // A first start runs the server's database migrations: 30 s before the first try, then six
 // misses 15 s apart, so a pod is restarted only after some two minutes without an answer.
 const OK_LIVENESS = {
@@ -261,6 +271,17 @@ export const RenderConfig = z
           .describe(
             'Liveness probe of the main container, lenient enough for a first start that runs database migrations. Null for none.',
           ),
+        startupProbe: FreeForm.nullable()
+          .default(OK_STARTUP)
+          .describe(
+            "Startup probe of the main container: `GET /ok` every second until the server first answers, so that the pod is ready within a second of the server (the readiness probe's own period would leave up to 10 s); five minutes for a first start that runs database migrations. Null for none.",
+          ),
+        waitForStores: z
+          .boolean()
+          .default(true)
+          .describe(
+            "When the agent provisions the deployment's PostgreSQL or Redis, every application pod but the executors' (made for runs, once the stores answer) first runs an init container (`wait-for-stores`) of the server's own image — `python3`, which every LangGraph server image has — that waits until each answers on its Service. A LangGraph server exits at once when its stores do not answer, and the kubelet restarts it only after a growing back-off (10 s, 20 s, 40 s…): the stores of a new deployment start beside it, and the back-off, not the work, made most of a first deploy's time. The init container has the main container's resources and hardening, so the pod asks for nothing more. False: none (an image without `python3`).",
+          ),
         deploymentIdEnv: EnvName.default('LANGSMITH_HOST_PROJECT_ID').describe(
           "Environment variable of every application container with the deployment's id. A deployment that sets it (a secret, a secret reference, a sidecar's or init container's variable) is refused, as the platform reserves it. Null: not set.",
         ),
@@ -339,6 +360,9 @@ export const RenderConfig = z
         livenessProbe: FreeForm.nullable()
           .default(OK_LIVENESS)
           .describe('Liveness probe of the queue workers. Null for none.'),
+        startupProbe: FreeForm.nullable()
+          .default(OK_STARTUP)
+          .describe("Startup probe of the queue workers, as the main container's. Null for none."),
         jobsPerWorkerEnv: EnvName.default('N_JOBS_PER_WORKER').describe(
           "Set to `0` on the main workload when there are queue workers, so that the API server leaves runs to them. A deployment's own value of it reaches the queue workers only. Null: not set.",
         ),

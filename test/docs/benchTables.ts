@@ -78,6 +78,8 @@ const RealNodeResult = z.looseObject({
   firstAnsweredRunS: z.array(z.number()),
   newRevisionAnsweredRunS: z.array(z.number()),
   nodeAtRest: z.record(z.string(), NodeDaemon),
+  /** Each phase of deploy → first answered run, its median over the runs (bench/deployTimeline.ts). */
+  medianDeployPhasesS: z.record(z.string(), z.number().nullable()).optional(),
 });
 export type RealNodeResult = z.infer<typeof RealNodeResult>;
 
@@ -293,9 +295,12 @@ export function renderSizeTableMarkdown(results: readonly RenderSizeResult[]): s
   ].join('\n');
 }
 
-/** `bench:node`'s newest run: the LangGraph path's medians and the node's daemons at rest. */
+const newestFirst = <T extends { readonly startedAt: string }>(results: readonly T[]): T[] =>
+  [...results].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+
+/** Every `bench:node` run, newest first: the LangGraph path's medians and the node's daemons at rest. */
 export function realNodeTableMarkdown(results: readonly RealNodeResult[]): string {
-  const rows = newestOf(results, () => 'real-node').map((r) => {
+  const rows = newestFirst(results).map((r) => {
     const daemons = Object.entries(r.nodeAtRest)
       .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
       .join('; ');
@@ -308,6 +313,42 @@ export function realNodeTableMarkdown(results: readonly RealNodeResult[]): strin
   return [
     '| run | deployments | deploy → first answered run (median) | new revision → first answered run (median) | node at rest (cpu of a core / RSS) | by daemon |',
     '|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+/** The phases of deploy → first answered run, `[key, heading]`, in the order they follow one another. */
+const DEPLOY_PHASES: readonly (readonly [string, string])[] = [
+  ['controlPlaneToPoll', 'CLI → agent poll'],
+  ['agentRenderApply', 'agent: render, apply'],
+  ['scheduling', 'scheduling'],
+  ['podStart', 'pod start'],
+  ['imagePull', 'of it image pull'],
+  ['storesReadyAfterApply', 'stores ready after apply'],
+  ['serverWaitedForStores', 'server waits for stores'],
+  ['serverReady', 'server start → ready'],
+  ['firstRun', 'ready → first run'],
+  ['deployedReceivedAfterReady', 'ready → DEPLOYED received'],
+  ['serverRestarts', 'server restarts'],
+];
+
+/** Every `bench:node` run that split deploy → first answered run into phases: their medians. */
+export function realNodePhasesTableMarkdown(results: readonly RealNodeResult[]): string {
+  const rows = newestFirst(results).flatMap((r) => {
+    const phases = r.medianDeployPhasesS;
+    if (!phases) return [];
+    const cells = DEPLOY_PHASES.map(([key]) => {
+      const value = phases[key];
+      if (value === undefined || value === null) return '–';
+      return key === 'serverRestarts' ? String(value) : `${value.toFixed(1)} s`;
+    });
+    return [
+      `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${cells.join(' | ')} |`,
+    ];
+  });
+  return [
+    `| run | total | ${DEPLOY_PHASES.map(([, heading]) => heading).join(' | ')} |`,
+    `|---|---|${DEPLOY_PHASES.map(() => '---').join('|')}|`,
     ...rows,
   ].join('\n');
 }

@@ -9,6 +9,7 @@ import {
   benchTableMarkdown,
   microTableMarkdown,
   parseBenchResult,
+  realNodePhasesTableMarkdown,
   realNodeTableMarkdown,
   renderSizeTableMarkdown,
 } from './benchTables.ts';
@@ -56,6 +57,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
     ['bench/README.md', 'render-size-results', renderSizeTableMarkdown(renderSize)],
     ['bench/README.md', 'resync-results', microTableMarkdown(micro.filter((r) => r.benchmark === 'resync'))],
     ['bench/README.md', 'real-node-results', realNodeTableMarkdown(realNode)],
+    ['bench/README.md', 'real-node-phases', realNodePhasesTableMarkdown(realNode)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
   ];

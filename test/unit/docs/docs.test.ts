@@ -11,6 +11,7 @@ import {
   benchTableMarkdown,
   microTableMarkdown,
   parseBenchResult,
+  realNodePhasesTableMarkdown,
   realNodeTableMarkdown,
   renderSizeTableMarkdown,
 } from '../../docs/benchTables.ts';
@@ -95,6 +96,50 @@ describe('bench:node records', () => {
     expect(() => parseBenchResult('x-real-node.json', JSON.stringify({ ...record, runs: 'two' }))).toThrow(
       /x-real-node.json/,
     );
+  });
+
+  it('table the phases of a deploy where the record has them, newest first, and leave out a record without', () => {
+    const base = {
+      kind: 'real-node',
+      runs: 5,
+      restSeconds: 60,
+      firstAnsweredRunS: [9],
+      newRevisionAnsweredRunS: [4],
+      medianFirstAnsweredRunS: 9,
+      medianNewRevisionAnsweredRunS: 4,
+      nodeAtRest: {},
+    };
+    const phases = {
+      controlPlaneToPoll: 0.8,
+      agentRenderApply: 0.3,
+      scheduling: 0.1,
+      podStart: 0.9,
+      imagePull: 0,
+      storesReadyAfterApply: 4,
+      serverWaitedForStores: 3.2,
+      serverReady: 2.5,
+      firstRun: 0.1,
+      deployedReceivedAfterReady: 0.4,
+      serverRestarts: 0,
+    };
+    const parse = (startedAt: string, extra: object) => {
+      const parsed = parseBenchResult(
+        `${startedAt}-real-node.json`,
+        JSON.stringify({ ...base, startedAt, ...extra }),
+      );
+      if (parsed.kind !== 'real-node') throw new Error('not a real-node record');
+      return parsed.result;
+    };
+    const table = realNodePhasesTableMarkdown([
+      parse('2026-11-26T14:00:00.000Z', {}),
+      parse('2026-11-27T10:00:00.000Z', { medianDeployPhasesS: phases }),
+      parse('2026-11-27T11:00:00.000Z', { medianDeployPhasesS: { ...phases, serverRestarts: 3 } }),
+    ]).split('\n');
+    expect(table).toHaveLength(4);
+    expect(table[2]).toBe(
+      '| 2026-11-27 11:00 | 9.0 s | 0.8 s | 0.3 s | 0.1 s | 0.9 s | 0.0 s | 4.0 s | 3.2 s | 2.5 s | 0.1 s | 0.4 s | 3 |',
+    );
+    expect(table[3]).toContain('| 2026-11-27 10:00 |');
   });
 });
 

@@ -54,11 +54,14 @@ function limitsOfEveryContainer(overrides: RenderConfigInput = {}): Map<string, 
 describe('container limits', () => {
   it('gives every container of every kind a memory and an ephemeral-storage limit', () => {
     const limits = limitsOfEveryContainer();
-    // Four application workloads with five containers of the deployment's each, the database and the store.
+    // Four application workloads with the app and five containers of the deployment's each, the wait for the
+    // stores in three (not the executors'), the database and the store.
     expect([...limits.keys()].filter((key) => key.startsWith('Deployment/hello ')).sort()).toEqual(
-      ['app', 'bare', 'cpu-only', 'log', 'migrate', 'proxy'].map((c) => `Deployment/hello ${c}`),
+      ['app', 'bare', 'cpu-only', 'log', 'migrate', 'proxy', 'wait-for-stores'].map(
+        (c) => `Deployment/hello ${c}`,
+      ),
     );
-    expect(limits.size).toBe(4 * 6 + 2);
+    expect(limits.size).toBe(4 * 6 + 3 + 2);
     for (const [container, limit] of limits) {
       expect(limit?.memory, container).toBeDefined();
       expect(limit?.['ephemeral-storage'], container).toBeDefined();
@@ -92,7 +95,7 @@ describe('container limits', () => {
         ...(template.spec.containers as Json[]),
       ].map((container) => container.resources as { requests?: Json; limits?: Json });
     });
-    expect(resources).toHaveLength(4 * 6 + 2);
+    expect(resources).toHaveLength(4 * 6 + 3 + 2);
     for (const { requests, limits } of resources) {
       expect(limits?.['ephemeral-storage']).toBe('2048Mi');
       expect(requests?.['ephemeral-storage']).toBe('100Mi');

@@ -662,7 +662,9 @@ describe('pod metadata, volumes and extra containers', () => {
       expect(template.spec.imagePullSecrets).toEqual([{ name: 'registry-credentials' }]);
       expect(template.spec.volumes).toHaveLength(8);
       expect(template.spec.containers[0].volumeMounts).toHaveLength(8);
-      expect(template.spec.initContainers.map((c: Json) => c.name)).toEqual(['migrate', 'proxy']);
+      // The wait for the stores in all but the executors', whose pods are made for runs.
+      const own = template.metadata.labels[LABEL_COMPONENT] === 'executor' ? [] : ['wait-for-stores'];
+      expect(template.spec.initContainers.map((c: Json) => c.name)).toEqual([...own, 'migrate', 'proxy']);
       expect(template.spec.containers.map((c: Json) => c.name)).toEqual(['app', 'log-shipper']);
       expect(template.spec.containers[0].image).toBe('registry.example.test/agents/platform:2.4.1');
     }
