@@ -34,6 +34,7 @@ import type { AgentChangeGate, AgentChangeTurn } from './agentChangeGate.ts';
 import { Applier, type ApplyStep } from './applier.ts';
 import { type ConvergedState, ownedDigest } from './convergedState.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
+import type { EvidenceReader } from './evidenceReader.ts';
 import {
   entriesOf,
   entryId,
@@ -92,6 +93,8 @@ export interface ReconcilerOptions {
    * (not of its revision) waits its turn. Absent: unlimited.
    */
   readonly agentChanges?: AgentChangeGate | undefined;
+  /** Reads the evidence of a failing deployment's pods for its report; absent: the status alone. */
+  readonly evidence?: EvidenceReader | undefined;
 }
 
 export class Reconciler {
@@ -148,6 +151,7 @@ export class Reconciler {
       cache,
       listener,
       failureGraceMs: options.config.failureGraceMs,
+      evidence: options.evidence,
     });
     this.#rechecks = new RolloutRechecks(
       options.config.rolloutRecheckMs,

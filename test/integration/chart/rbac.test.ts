@@ -261,6 +261,8 @@ function parseKubeRequests(metrics: string): RequestSample[] {
  * that created its object (201) is authorized as both patch and create by the API server.
  */
 function permissionsOf(sample: RequestSample): string[] {
+  // A container's log, counted as its resource (kubeClient.podLog).
+  if (sample.kind === 'pods/log') return [`/pods/log ${sample.verb}`];
   const type = resourceTypeOf(sample.kind as ManagedKind);
   expect(type, `a known kind: ${sample.kind}`).toBeDefined();
   const verb = sample.verb.replace(/:dryRun$/, '');
