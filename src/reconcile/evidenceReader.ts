@@ -13,6 +13,8 @@ import { secretMask } from '../report/secretMask.ts';
 
 /** Bytes of a container's log read at most (the server's limitBytes, and what is read of it). */
 export const LOG_LIMIT_BYTES = 2048;
+/** Reads of one container's log at most, each for half the lines of the one before. */
+const MAX_LOG_READS = 4;
 /** Pods whose evidence is told: the failing ones first. */
 const MAX_PODS = 2;
 
@@ -95,19 +97,16 @@ export class EvidenceReader {
       const truncated = new Set<string>();
       if (this.#o.config.containerLogLines > 0) {
         for (const { container, previous } of endedContainers(pod)) {
-          const text = await kube.podLog(
-            { namespace: deployment.namespace, name: pod.metadata.name },
-            {
-              container,
-              previous,
-              tailLines: this.#o.config.containerLogLines,
-              limitBytes: LOG_LIMIT_BYTES,
-            },
-            { signal },
+          const read = await this.#logTail(
+            deployment.namespace,
+            pod.metadata.name,
+            container,
+            previous,
+            signal,
           );
-          if (text === undefined) continue;
-          logs.set(container, text);
-          if (Buffer.byteLength(text) >= LOG_LIMIT_BYTES) truncated.add(container);
+          if (read === undefined) continue;
+          logs.set(container, read.text);
+          if (read.truncated) truncated.add(container);
         }
       }
       lines.push(
@@ -119,6 +118,32 @@ export class EvidenceReader {
     }
     this.#last.set(deployment.id, { at: now, key, lines });
     return lines;
+  }
+
+  /**
+   * The last lines of a container's log within LOG_LIMIT_BYTES. The server's `limitBytes` keeps the
+   * first bytes of the tail, so a tail too long for it would lose its last lines — the ones that say
+   * why (the exception after its traceback): it is asked again for half as many lines, a few times.
+   */
+  async #logTail(
+    namespace: string,
+    pod: string,
+    container: string,
+    previous: boolean,
+    signal?: AbortSignal,
+  ): Promise<{ text: string; truncated: boolean } | undefined> {
+    let tailLines = this.#o.config.containerLogLines;
+    for (let attempt = 0; ; attempt++) {
+      const text = await this.#o.kube.podLog(
+        { namespace, name: pod },
+        { container, previous, tailLines, limitBytes: LOG_LIMIT_BYTES },
+        { signal },
+      );
+      if (text === undefined) return undefined;
+      const truncated = Buffer.byteLength(text) >= LOG_LIMIT_BYTES;
+      if (!truncated || tailLines === 1 || attempt === MAX_LOG_READS - 1) return { text, truncated };
+      tailLines = Math.ceil(tailLines / 2);
+    }
   }
 
   /** Every value of the deployment's own Secrets (its secrets, its generated credentials). */
