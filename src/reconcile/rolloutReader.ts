@@ -27,6 +27,11 @@ export class RolloutReader {
   readonly #o: RolloutReaderOptions;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
+  /** When each deployment's revision was first seen not done: a rollout stalled past the grace gets evidence. */
+  readonly #rollingSince = new Map<
+    string,
+    { readonly revisionId: string | undefined; readonly since: number }
+  >();
 
   constructor(options: RolloutReaderOptions) {
     this.#o = options;
@@ -35,6 +40,7 @@ export class RolloutReader {
   /** Forgets a deleted deployment's pods. */
   forget(deploymentId: string): void {
     this.#podProblems.forget(deploymentId);
+    this.#rollingSince.delete(deploymentId);
     this.#o.evidence?.forget(deploymentId);
   }
 
@@ -75,15 +81,22 @@ export class RolloutReader {
     const withoutPods = rollout([]);
     if (withoutPods.revisionStatus === 'DEPLOYED') {
       this.#podProblems.forget(deploymentId);
+      this.#rollingSince.delete(deploymentId);
       this.#o.evidence?.forget(deploymentId);
       return withoutPods;
     }
     const pods = podsOfRevision(await this.#ownedBy('Pod', namespace, deploymentId, signal), revisionId);
     const problems = this.#podProblems.observe(deploymentId, pods, Date.now());
     const status = rollout(problems);
-    // Evidence for a failure, or for pods in trouble while the rollout goes on; not for routine progress.
-    if (!this.#o.evidence || (status.revisionStatus !== 'DEPLOY_FAILED' && problems.length === 0))
-      return status;
+    // Evidence for a failure, for pods in trouble while the rollout goes on, and for a rollout
+    // stalled past the grace period (pods that never get ready: a failing readiness probe); not
+    // for routine progress.
+    if (!this.#o.evidence) return status;
+    const rolling = this.#rollingSince.get(deploymentId);
+    const since = rolling && rolling.revisionId === revisionId ? rolling.since : Date.now();
+    if (since !== rolling?.since) this.#rollingSince.set(deploymentId, { revisionId, since });
+    const stalled = Date.now() - since >= this.#o.failureGraceMs;
+    if (status.revisionStatus !== 'DEPLOY_FAILED' && problems.length === 0 && !stalled) return status;
     const secretNames = objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name);
     const evidence = await this.#o.evidence
       .evidence({ id: deploymentId, revisionId, namespace }, secretNames, signal)
