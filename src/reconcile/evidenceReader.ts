@@ -5,7 +5,7 @@
 // requests per back-off. The extraction itself is pure (src/report/failureEvidence.ts).
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/index.ts';
-import { deploymentSelector } from '../objects/ownership.ts';
+import { ANNOTATION_GENERATED_KEYS, deploymentSelector } from '../objects/ownership.ts';
 import { EvidencePod, podEvidence } from '../report/failureEvidence.ts';
 import { podsOfRevision } from '../report/podProblems.ts';
 import type { ReportConfig } from '../report/reportConfig.ts';
@@ -31,6 +31,8 @@ interface Gathered {
   readonly at: number;
   readonly key: string;
   readonly lines: readonly string[];
+  /** A container ran, never ready, when read: its log may say more at the next interval. */
+  readonly growing: boolean;
 }
 
 export class EvidenceReader {
@@ -78,7 +80,7 @@ export class EvidenceReader {
       .slice(0, MAX_PODS)
       .map((p) => p.pod);
     const key = JSON.stringify(failing.map(changeKey));
-    if (last && last.key === key) {
+    if (last && last.key === key && !last.growing) {
       this.#last.set(deployment.id, { ...last, at: now });
       return last.lines;
     }
@@ -116,7 +118,8 @@ export class EvidenceReader {
         }),
       );
     }
-    this.#last.set(deployment.id, { at: now, key, lines });
+    const growing = failing.some((pod) => endedContainers(pod).some((c) => c.running));
+    this.#last.set(deployment.id, { at: now, key, lines, growing });
     return lines;
   }
 
@@ -156,8 +159,12 @@ export class EvidenceReader {
       );
       const data = (secret as { data?: unknown } | undefined)?.data;
       if (data === null || typeof data !== 'object') continue;
-      for (const value of Object.values(data))
-        if (typeof value === 'string') values.push(Buffer.from(value, 'base64').toString('utf8'));
+      // Of generated credentials, the generated keys alone: the user and database names are no
+      // secret, and masking them (`app`) would mask every word they are part of.
+      const generated = secret?.metadata.annotations[ANNOTATION_GENERATED_KEYS]?.split(',');
+      for (const [key, value] of Object.entries(data))
+        if (typeof value === 'string' && (generated === undefined || generated.includes(key)))
+          values.push(Buffer.from(value, 'base64').toString('utf8'));
     }
     return values;
   }
@@ -202,15 +209,20 @@ function changeKey(pod: LiveKubeObject): unknown {
   ];
 }
 
-/** The containers with a log worth reading: the previous instance of a restarted one, or one that ended. */
-function endedContainers(pod: LiveKubeObject): { container: string; previous: boolean }[] {
+/**
+ * The containers with a log worth reading: the previous instance of a restarted one, one that
+ * ended, or one running and never ready (a server that hangs after a failed start says why).
+ */
+function endedContainers(pod: LiveKubeObject): { container: string; previous: boolean; running?: true }[] {
   const parsed = EvidencePod.safeParse(pod);
   const status = parsed.success ? parsed.data.status : undefined;
   const containers = [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])];
-  return containers.flatMap((c): { container: string; previous: boolean }[] => {
+  return containers.flatMap((c): { container: string; previous: boolean; running?: true }[] => {
     if (c.lastState?.terminated) return [{ container: c.name, previous: true }];
     if (c.state?.terminated && c.state.terminated.exitCode !== 0)
       return [{ container: c.name, previous: false }];
+    if (c.state?.running !== undefined && c.ready === false)
+      return [{ container: c.name, previous: false, running: true }];
     return [];
   });
 }

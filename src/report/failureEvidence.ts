@@ -25,6 +25,7 @@ const ContainerStatus = z.looseObject({
   state: z
     .looseObject({
       waiting: z.looseObject({ reason: z.string().optional(), message: z.string().optional() }).optional(),
+      running: z.looseObject({}).optional(),
       terminated: Terminated.optional(),
     })
     .optional(),
@@ -110,7 +111,7 @@ function troubled(status: ContainerStatus): boolean {
     status.state?.terminated !== undefined ||
     status.lastState?.terminated !== undefined ||
     (status.restartCount ?? 0) > 0 ||
-    status.ready === false
+    (status.ready === false && status.state?.running !== undefined)
   );
 }
 
@@ -168,17 +169,23 @@ export function podEvidence(
   const statuses = [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])];
   for (const status of statuses.filter(troubled)) {
     const prefix = `pod ${name} container ${status.name}`;
-    const facts: string[] = [];
-    const waiting = status.state?.waiting;
-    if (waiting?.reason)
-      facts.push(`waiting: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`);
-    else if (status.state?.terminated)
-      facts.push(`terminated: ${terminationText(status.state.terminated, memoryLimitOf(status.name))}`);
-    else if (status.ready === false) facts.push('running, not ready');
+    const restarts = `restarts: ${status.restartCount ?? 0}`;
+    // The last exit on a line of its own, first: a long back-off message cut at the line's end
+    // never hides it.
     const last = status.lastState?.terminated;
-    if (last) facts.push(`last exit: ${terminationText(last, memoryLimitOf(status.name))}`);
-    facts.push(`restarts: ${status.restartCount ?? 0}`);
-    out.push(line(`${prefix}: ${facts.join('; ')}`, mask));
+    if (last)
+      out.push(
+        line(`${prefix}: last exit: ${terminationText(last, memoryLimitOf(status.name))}; ${restarts}`, mask),
+      );
+    const waiting = status.state?.waiting;
+    const now = waiting?.reason
+      ? `waiting: ${waiting.reason}${waiting.message ? `: ${waiting.message}` : ''}`
+      : status.state?.terminated
+        ? `terminated: ${terminationText(status.state.terminated, memoryLimitOf(status.name))}`
+        : status.ready === false
+          ? 'running, not ready'
+          : undefined;
+    if (now !== undefined) out.push(line(`${prefix}: ${last ? now : `${now}; ${restarts}`}`, mask));
     const log = input.logs.get(status.name);
     if (log !== undefined && options.logLines > 0) {
       // Masked whole before it is split: a value printed across lines is found whole.

@@ -57,7 +57,8 @@ describe('podEvidence', () => {
         api: 'Traceback (most recent call last):\n  File "graph.py", line 1\nImportError: no module named nope\n',
       },
       expected: [
-        'pod web-1 container api: waiting: CrashLoopBackOff: back-off 40s restarting failed container=api; last exit: Error, exit code 1; restarts: 3',
+        'pod web-1 container api: last exit: Error, exit code 1; restarts: 3',
+        'pod web-1 container api: waiting: CrashLoopBackOff: back-off 40s restarting failed container=api',
         'pod web-1 container api previous instance, last 3 lines:',
         '  | Traceback (most recent call last):',
         '  |   File "graph.py", line 1',
@@ -81,7 +82,8 @@ describe('podEvidence', () => {
         { memory: '128Mi' },
       ),
       expected: [
-        'pod web-1 container api: running, not ready; last exit: OOMKilled, exit code 137, memory limit 128Mi; restarts: 1',
+        'pod web-1 container api: last exit: OOMKilled, exit code 137, memory limit 128Mi; restarts: 1',
+        'pod web-1 container api: running, not ready',
       ],
     },
     {
@@ -144,10 +146,10 @@ describe('podEvidence', () => {
       expected: ['pod web-1: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.'],
     },
     {
-      name: 'a container still being created is no evidence',
+      name: 'a container still being created (not ready yet) is no evidence',
       pod: pod({
         containerStatuses: [
-          { name: 'api', restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } },
+          { name: 'api', ready: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } },
         ],
       }),
       expected: [],
