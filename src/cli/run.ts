@@ -44,6 +44,7 @@ export async function runAgentCommand(argv: readonly string[]): Promise<number> 
     agentNamespace: config.agentNamespace,
     render: config.render,
     reconcile: config.reconcile,
+    report: config.report,
     metrics,
     logger,
   });

@@ -10,6 +10,7 @@ import { formatPath } from '../controlplane/parse.ts';
 import { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { RenderConfig, tenantReachableSources } from '../render/renderConfig.ts';
 import { unknownSchedulingNamespaces } from '../render/scheduling.ts';
+import { ReportConfig } from '../report/reportConfig.ts';
 import { schemaKeyPaths, suggestKey } from './keySuggestion.ts';
 
 /** Chosen with bench:sync (README, "Benchmarks"): a cold sync is not slowed, a resync storm is capped. */
@@ -144,6 +145,9 @@ export const AgentConfig = z.strictObject({
   render: RenderConfig.prefault({}).describe('How a deployment becomes Kubernetes objects.'),
   reconcile: ReconcileConfig.prefault({}).describe(
     'The loop: polling, the work queue, pruning, leader election.',
+  ),
+  report: ReportConfig.prefault({}).describe(
+    "What the tenant is told of a failing server, through the control plane: its containers' reasons and exit codes, the last lines of a crashed container's log, the scheduler's message and the pod's warning Events, each secret value of the deployment masked.",
   ),
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;

@@ -32,6 +32,14 @@ export class EmulatorError extends Error {
   }
 }
 
+/** A time filter of the log endpoints, in ms since the epoch; a value that is no time is refused. */
+function timeBound(field: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const at = Date.parse(value);
+  if (!Number.isFinite(at)) throw invalid(field, `${field} is not an ISO 8601 time: ${value}`);
+  return at;
+}
+
 const notFound = (what: string, id: string) => new EmulatorError(404, 'not_found', `${what} ${id} not found`);
 const invalid = (field: string, message: string) =>
   new EmulatorError(422, 'validation_error', message, field);
@@ -289,16 +297,28 @@ export class EmulatorStore {
       limit: number;
       order: 'asc' | 'desc';
       level?: string | undefined;
+      /** A substring of the message (the CLI's `--query`). */
+      query?: string | undefined;
+      /** ISO 8601, inclusive: `--follow` asks again from the newest entry it printed (and skips it by id). */
+      start_time?: string | undefined;
+      end_time?: string | undefined;
     },
     tenantId?: string,
   ): DeployLogEntry[] {
     const stored = this.#stored(id, tenantId);
     if (query.revisionId !== undefined) this.getRevision(id, query.revisionId, tenantId);
-    const entries = stored.deploy_logs.filter(
-      (e) =>
+    const start = timeBound('start_time', query.start_time);
+    const end = timeBound('end_time', query.end_time);
+    const entries = stored.deploy_logs.filter((e) => {
+      const at = Date.parse(e.timestamp);
+      return (
         (query.revisionId === undefined || e.revision_id === query.revisionId) &&
-        (query.level === undefined || e.level === query.level),
-    );
+        (query.level === undefined || e.level === query.level.toUpperCase()) &&
+        (query.query === undefined || e.message.includes(query.query)) &&
+        (start === undefined || at >= start) &&
+        (end === undefined || at <= end)
+      );
+    });
     const ordered = query.order === 'desc' ? entries.reverse() : entries;
     return ordered.slice(0, query.limit);
   }

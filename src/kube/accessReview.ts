@@ -20,6 +20,11 @@ export interface AccessAnswer extends AccessQuestion {
   readonly reason: string | undefined;
 }
 
+function resourceAttributes(resource: string): { resource: string; subresource?: string } {
+  const [main = resource, subresource] = resource.split('/');
+  return subresource === undefined ? { resource: main } : { resource: main, subresource };
+}
+
 const ReviewStatus = z.looseObject({
   status: z.looseObject({
     allowed: z.boolean(),
@@ -73,7 +78,8 @@ async function reviewOne(
         resourceAttributes: {
           namespace: question.namespace,
           group: question.group,
-          resource: question.resource,
+          // `pods/log` is asked as its resource and subresource, as RBAC holds it.
+          ...resourceAttributes(question.resource),
           ...(question.name === undefined ? {} : { name: question.name }),
           verb: question.verb,
         },

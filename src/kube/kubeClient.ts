@@ -57,6 +57,15 @@ export interface WriteOptions extends CallOptions {
   readonly dryRun?: boolean | undefined;
 }
 
+/** What of a container's log `podLog` reads: its last lines, within a byte budget. */
+export interface PodLogQuery {
+  readonly container: string;
+  /** The instance before the current one (the one that crashed). */
+  readonly previous: boolean;
+  readonly tailLines: number;
+  readonly limitBytes: number;
+}
+
 export interface ListOptions extends CallOptions {
   /** Absent: every namespace (cluster-wide collection). */
   readonly namespace?: string | undefined;
@@ -257,6 +266,38 @@ export class KubeClient {
       answers: [404],
     });
     return response.status === 404 ? undefined : decodeObject(response.text, 'get', target);
+  }
+
+  /**
+   * The tail of a container's log (`pods/log`) as text, bounded by `limitBytes` on the server and
+   * by reading no more than that here; undefined when there is none (the pod is gone, the
+   * container has no previous instance, or has not started).
+   */
+  async podLog(
+    ref: { readonly namespace: string; readonly name: string },
+    query: PodLogQuery,
+    opts: CallOptions = {},
+  ): Promise<string | undefined> {
+    // Counted as its own resource: RBAC grants it apart from the pod (`pods/log`).
+    const target = { kind: 'pods/log', namespace: ref.namespace, name: ref.name };
+    const response = await this.#transport.send({
+      verb: 'get',
+      target,
+      count: { verb: 'get', dryRun: false },
+      method: 'GET',
+      path: `/api/v1/namespaces/${encodeURIComponent(ref.namespace)}/pods/${encodeURIComponent(ref.name)}/log`,
+      query: {
+        container: query.container,
+        previous: query.previous ? 'true' : undefined,
+        tailLines: String(query.tailLines),
+        limitBytes: String(query.limitBytes),
+      },
+      options: opts,
+      // No previous instance (400) or no pod (404): no log, not a failure.
+      answers: [400, 404],
+      maxBytes: query.limitBytes,
+    });
+    return response.status >= 400 ? undefined : response.text;
   }
 
   async getNamespace(name: string, opts: CallOptions = {}): Promise<LiveKubeObject | undefined> {

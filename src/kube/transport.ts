@@ -51,6 +51,11 @@ export interface TransportRequest {
    * 404): no error is built for them, which at a cold sync's thousands of misses is measurable.
    */
   readonly answers?: readonly number[] | undefined;
+  /**
+   * At most this many bytes of the body are read, the rest left unread (a container's log: the
+   * server's `limitBytes` bounds it too, this holds whatever the server sends).
+   */
+  readonly maxBytes?: number | undefined;
 }
 
 export interface TransportResponse {
@@ -144,7 +149,10 @@ export class KubeTransport {
         signal,
       });
       status = response.statusCode;
-      text = await response.body.text();
+      text =
+        req.maxBytes === undefined
+          ? await response.body.text()
+          : await boundedText(response.body, req.maxBytes);
     } catch (cause) {
       throw this.#transportError(req, cause, signal, timeoutMs, started);
     }
@@ -389,4 +397,20 @@ function requestDeadline(
       parent?.removeEventListener('abort', onAbort);
     },
   };
+}
+
+/** The body's first `maxBytes` bytes as text (a multi-byte character cut at the end is dropped). */
+async function boundedText(body: Dispatcher.ResponseData['body'], maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    chunks.push(buffer.subarray(0, maxBytes - size));
+    size += Math.min(buffer.length, maxBytes - size);
+    if (size >= maxBytes) {
+      body.destroy();
+      break;
+    }
+  }
+  return new TextDecoder('utf-8', { fatal: false }).decode(Buffer.concat(chunks)).replace(/\uFFFD$/, '');
 }

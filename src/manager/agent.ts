@@ -8,6 +8,7 @@ import type { RateLimit } from '../kube/rateLimiter.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import type { RenderConfig } from '../render/index.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
+import type { ReportConfig } from '../report/reportConfig.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { LeaderSession } from './leaderSession.ts';
 import { type Registration, register } from './registration.ts';
@@ -27,6 +28,8 @@ export interface AgentOptions {
   readonly agentNamespace: string;
   readonly render: RenderConfig;
   readonly reconcile: ReconcileConfig;
+  /** What evidence of a failure reaches the tenant; absent: the defaults. */
+  readonly report?: ReportConfig | undefined;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;
 }
@@ -197,6 +200,7 @@ export class Agent {
       identity: this.#o.identity,
       render: this.#o.render,
       reconcile: this.#o.reconcile,
+      report: this.#o.report,
       metrics: this.#o.metrics,
       logger: this.#o.logger,
     });

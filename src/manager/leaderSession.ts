@@ -13,6 +13,7 @@ import {
 } from '../objects/ownership.ts';
 import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
 import { DesiredState } from '../reconcile/desiredState.ts';
+import { EvidenceReader } from '../reconcile/evidenceReader.ts';
 import { InventoryStore } from '../reconcile/inventoryStore.ts';
 import { Poller } from '../reconcile/poller.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
@@ -26,6 +27,7 @@ import { configuredAnnotations, ownedAnnotations } from '../render/ownedAnnotati
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
+import { ReportConfig } from '../report/reportConfig.ts';
 import { DETAILED_CONDITIONS, STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
 import { StatusReporter } from '../report/statusReporter.ts';
 import { sleep } from '../sleep.ts';
@@ -51,6 +53,7 @@ export interface LeaderSessionOptions {
   readonly identity: string;
   readonly render: RenderConfig;
   readonly reconcile: ReconcileConfig;
+  readonly report?: ReportConfig | undefined;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;
 }
@@ -277,6 +280,11 @@ export class LeaderSession {
       listener: () => this.#namespaces.listener,
       allowedNamespaces: this.#o.allowedNamespaces,
       digestKey,
+      evidence: new EvidenceReader({
+        kube,
+        listener: () => this.#namespaces.listener,
+        config: this.#o.report ?? ReportConfig.parse({}),
+      }),
       suspension: (id) => suspensions.of(id),
       // Per session: a new leader starts with a new window (it cannot know the last one's).
       agentChanges: new AgentChangeGate({

@@ -36,6 +36,7 @@ import type { AgentChangeGate, AgentChangeTurn } from './agentChangeGate.ts';
 import { Applier, type ApplyStep } from './applier.ts';
 import { type ConvergedState, ownedDigest } from './convergedState.ts';
 import type { DesiredEntry, DesiredState } from './desiredState.ts';
+import type { EvidenceReader } from './evidenceReader.ts';
 import {
   entriesOf,
   entryId,
@@ -94,6 +95,8 @@ export interface ReconcilerOptions {
    * (not of its revision) waits its turn. Absent: unlimited.
    */
   readonly agentChanges?: AgentChangeGate | undefined;
+  /** Reads the evidence of a failing deployment's pods for its report; absent: the status alone. */
+  readonly evidence?: EvidenceReader | undefined;
 }
 
 export class Reconciler {
@@ -150,6 +153,7 @@ export class Reconciler {
       cache,
       listener,
       failureGraceMs: options.config.failureGraceMs,
+      evidence: options.evidence,
     });
     this.#rechecks = new RolloutRechecks(
       options.config.rolloutRecheckMs,

@@ -94,11 +94,17 @@ export function namespaceAccess(config: {
       why: 'rollout status: pods in a crash loop, an image pull failure or unschedulable (watched)',
     },
     {
+      group: '',
+      resource: 'pods/log',
+      verbs: ['get'],
+      why: "the last lines of a crashed container's log, the evidence of a failure sent to its tenant (report.containerLogLines)",
+    },
+    {
       group: 'events.k8s.io',
       resource: 'events',
-      // A repeated Event is one object whose series is patched.
-      verbs: ['create', 'patch'],
-      why: 'rollout Events on each Deployment',
+      // A repeated Event is one object whose series is patched; a failing pod's are listed.
+      verbs: ['create', 'patch', 'list'],
+      why: "rollout Events on each Deployment, and a failing pod's warning Events (the evidence of a failure)",
     },
   ];
   if (config.render.ingress.className !== undefined) {

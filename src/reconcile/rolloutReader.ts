@@ -1,6 +1,7 @@
 // A deployment's rollout, read: the status of its workloads, autoscaler and claims from the watch
 // cache (or a read, without one), and — only while the rollout is not done — its current pods'
-// back-offs, held for the failure grace period (kstatus's checks, src/report/rolloutStatus.ts).
+// back-offs, held for the failure grace period (kstatus's checks, src/report/rolloutStatus.ts);
+// and, for a rollout that failed or whose pods are in trouble, the evidence of why.
 import type { Listener } from '../controlplane/schemas/index.ts';
 import { type LiveKubeObject, refOf } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
@@ -9,6 +10,7 @@ import { deploymentSelector, LABEL_COMPONENT } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
 import { PodProblemClock, podsOfRevision } from '../report/podProblems.ts';
 import { computeRollout, type PodProblem, type RolloutStatus } from '../report/rolloutStatus.ts';
+import type { EvidenceReader } from './evidenceReader.ts';
 import { entryId, entryOf } from './inventory.ts';
 import type { KubeReader } from './kubeAccess.ts';
 
@@ -17,12 +19,19 @@ export interface RolloutReaderOptions {
   readonly cache?: Pick<ObjectCache, 'get' | 'byLabel' | 'isSynced'> | undefined;
   readonly listener: () => Listener;
   readonly failureGraceMs: number;
+  /** Reads the evidence of a failure (pods, Events, logs); absent: the status alone. */
+  readonly evidence?: EvidenceReader | undefined;
 }
 
 export class RolloutReader {
   readonly #o: RolloutReaderOptions;
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
+  /** When each deployment's revision was first seen not done: a rollout stalled past the grace gets evidence. */
+  readonly #rollingSince = new Map<
+    string,
+    { readonly revisionId: string | undefined; readonly since: number }
+  >();
 
   constructor(options: RolloutReaderOptions) {
     this.#o = options;
@@ -31,6 +40,8 @@ export class RolloutReader {
   /** Forgets a deleted deployment's pods. */
   forget(deploymentId: string): void {
     this.#podProblems.forget(deploymentId);
+    this.#rollingSince.delete(deploymentId);
+    this.#o.evidence?.forget(deploymentId);
   }
 
   async rollout(
@@ -70,10 +81,28 @@ export class RolloutReader {
     const withoutPods = rollout([]);
     if (withoutPods.revisionStatus === 'DEPLOYED') {
       this.#podProblems.forget(deploymentId);
+      this.#rollingSince.delete(deploymentId);
+      this.#o.evidence?.forget(deploymentId);
       return withoutPods;
     }
     const pods = podsOfRevision(await this.#ownedBy('Pod', namespace, deploymentId, signal), revisionId);
-    return rollout(this.#podProblems.observe(deploymentId, pods, Date.now()));
+    const problems = this.#podProblems.observe(deploymentId, pods, Date.now());
+    const status = rollout(problems);
+    // Evidence for a failure, for pods in trouble while the rollout goes on, and for a rollout
+    // stalled past the grace period (pods that never get ready: a failing readiness probe); not
+    // for routine progress.
+    if (!this.#o.evidence) return status;
+    const rolling = this.#rollingSince.get(deploymentId);
+    const since = rolling && rolling.revisionId === revisionId ? rolling.since : Date.now();
+    if (since !== rolling?.since) this.#rollingSince.set(deploymentId, { revisionId, since });
+    const stalled = Date.now() - since >= this.#o.failureGraceMs;
+    if (status.revisionStatus !== 'DEPLOY_FAILED' && problems.length === 0 && !stalled) return status;
+    const secretNames = objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name);
+    const evidence = await this.#o.evidence
+      .evidence({ id: deploymentId, revisionId, namespace }, secretNames, signal)
+      // The status is told without it: evidence that cannot be read is no reason to fail the reconcile.
+      .catch(() => []);
+    return evidence.length > 0 ? { ...status, evidence } : status;
   }
 
   /**

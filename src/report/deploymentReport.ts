@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { ANNOTATION_STATUS } from '../objects/ownership.ts';
+import { boundedEvidence } from './failureEvidence.ts';
 import type { AgentMetrics } from './metrics.ts';
 import { isRoutineProgress, type Reason, type RolloutStatus } from './rolloutStatus.ts';
 import { nextStatusAnnotation, parseStatusAnnotation } from './statusAnnotation.ts';
@@ -91,7 +92,7 @@ export class DeploymentReport {
       revision_id: revisionId ?? null,
       revision_status: status.revisionStatus,
       deployment_status: status.deploymentStatus ?? null,
-      message: status.message,
+      message: withEvidence(status),
     });
     const transition = transitionKey(revisionId, status.revisionStatus, status.reason, status.message);
     if (changed) {
@@ -146,7 +147,8 @@ export class DeploymentReport {
           : status.revisionStatus === 'DEPLOYED'
             ? 'RolloutComplete'
             : 'RollingOut',
-      note: `revision ${revisionId ?? 'unknown'}: ${status.message}`,
+      // The recorder cuts a note to its 1 KiB: the headline first, then as much evidence as fits.
+      note: `revision ${revisionId ?? 'unknown'}: ${withEvidence(status)}`,
     });
     // Told once the annotation holds it: a write that failed is tried again at the next look.
     if (!kept || (await this.#annotate(kept, previous, report, log)))
@@ -212,6 +214,17 @@ export class DeploymentReport {
     for (const [status, count] of Object.entries(counts))
       this.#o.metrics.deploymentsByStatus.set({ status }, count);
   }
+}
+
+/** The room a status report's message has (the extension's bound). */
+export const MAX_REPORT_MESSAGE = 4096;
+
+/** A status's message, and under it the evidence of why, line by line, within the report's bound. */
+export function withEvidence(status: Pick<RolloutStatus, 'message' | 'evidence'>): string {
+  if (!status.evidence?.length) return status.message;
+  const room = MAX_REPORT_MESSAGE - status.message.length - 1;
+  const lines = room > 0 ? boundedEvidence(status.evidence, room) : [];
+  return [status.message, ...lines].join('\n');
 }
 
 /** What the cluster is told of a status: its revision, status and reason, and a failure's message. */

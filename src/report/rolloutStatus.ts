@@ -377,6 +377,11 @@ export interface RolloutStatus {
   readonly deploymentStatus: DeploymentOutcome;
   readonly reason: Reason;
   readonly message: string;
+  /**
+   * Why, in the words of those who saw it (src/report/failureEvidence.ts): container reasons,
+   * exit codes, log lines, Events. Masked, terminal-safe, one line each.
+   */
+  readonly evidence?: readonly string[] | undefined;
 }
 
 /** A message with what the deployment's owner should know of how it was rendered. */

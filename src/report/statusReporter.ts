@@ -17,7 +17,8 @@ export type SentStatus = Pick<StatusChange, 'deployment_status' | 'revision_stat
 
 /** Reports per request: the extension accepts at most 1,000, and a request stays well under 1 MiB. */
 const MAX_BATCH = 500;
-const MAX_MESSAGE = 1_000;
+/** The extension's bound: a message with the evidence of a failure (deploymentReport.ts) fits. */
+const MAX_MESSAGE = 4_096;
 /** Reports kept per deployment between two listings: a rollout sends two or three. */
 const MAX_SENT_KEPT = 4;
 /** Refusals that another cycle can cure: credentials being rotated, a timeout, a rate limit. */

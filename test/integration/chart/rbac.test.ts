@@ -43,6 +43,10 @@ const NOT_IN_RUN: Readonly<Record<string, string>> = {
   // A renamed deployment's earlier names' volumes past reconcile.prune.keptVolumesPerDeployment
   // (test/integration/reconcile/kept-volumes.test.ts); this lifecycle renames nothing.
   '/persistentvolumeclaims delete': 'a rename past the kept volumes',
+  // A crashed container's log, read for the evidence of a failure: no container crashes on kwok
+  // (test/integration/node/failure-evidence.test.ts reads it on the real node); the token's reach
+  // is asserted below, and `check` asks for it.
+  '/pods/log get': 'a crashed container (the evidence of a failure)',
 };
 
 interface Rule {
@@ -261,6 +265,8 @@ function parseKubeRequests(metrics: string): RequestSample[] {
  * that created its object (201) is authorized as both patch and create by the API server.
  */
 function permissionsOf(sample: RequestSample): string[] {
+  // A container's log, counted as its resource (kubeClient.podLog).
+  if (sample.kind === 'pods/log') return [`/pods/log ${sample.verb}`];
   const type = resourceTypeOf(sample.kind as ManagedKind);
   expect(type, `a known kind: ${sample.kind}`).toBeDefined();
   const verb = sample.verb.replace(/:dryRun$/, '');
@@ -651,6 +657,14 @@ describe('the chart’s RBAC, proven by an agent holding only its ServiceAccount
         verbs: ['get', 'update'],
       },
     ]);
+  });
+
+  it('may read pods’ logs in its watched namespaces alone (the evidence of a failure)', async () => {
+    const mayRead = async (namespace: string) =>
+      allowed(tokenConfig, { namespace, group: '', resource: 'pods', subresource: 'log', verb: 'get' });
+    for (const namespace of watched) expect(await mayRead(namespace), namespace).toBe(true);
+    for (const namespace of [foreignNs, releaseNs, 'kube-system'])
+      expect(await mayRead(namespace), namespace).toBe(false);
   });
 
   it('denies every write outside the watched namespaces, and Secrets there', async () => {

@@ -155,6 +155,15 @@ describe('the LangGraph CLI against the emulator and the agent', () => {
     const logs = await cli(commands[5] ?? '');
     expect(logs.code, logs.stderr).toBe(0);
     expect(logs.stdout).toMatch(/\[ERROR\] DEPLOY_FAILED: pod \S+ is in Unschedulable for more than \d+ s/);
+    // Under it, the scheduler's own words (the evidence the agent gathers for the tenant).
+    expect(logs.stdout).toMatch(/^pod \S+: Unschedulable: 0\/\d+ nodes are available: .*Insufficient cpu/m);
+
+    // --follow: the newest entry, then polls from its time (start_time) — printed once, no older one.
+    const followed = await cli(
+      'timeout -s INT 7 langgraph deploy logs --deployment-id "$DEPLOYMENT_ID" --level ERROR --limit 1 --follow',
+    );
+    expect(followed.stdout.match(/\[ERROR\] /g), followed.stdout).toHaveLength(1);
+    expect(followed.stdout).toMatch(/DEPLOY_FAILED: pod \S+ is in Unschedulable/);
   });
 
   it('deploy delete --force: the agent removes its objects and reports it deleted', async () => {

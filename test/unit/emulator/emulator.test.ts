@@ -419,6 +419,46 @@ describe('emulator', () => {
       ).status,
     ).toBe(404);
   });
+
+  it('honours the CLI’s start_time, end_time, query, level and order, as `deploy logs --follow` asks', async () => {
+    await seeded();
+    const id = SEED_DEPLOYMENTS.helloWeb;
+    const report = (message: string, revision_status?: string) =>
+      call(
+        `/v2/listeners/${SEED_LISTENER_ID}/status-reports`,
+        json('POST', {
+          reports: [{ deployment_id: id, observed_at: new Date().toISOString(), message, revision_status }],
+        }),
+      );
+    const logs = async (body: Record<string, unknown>) =>
+      ((await call(`/v1/projects/${id}/deploy_logs`, json('POST', body))).body.logs as {
+        id: string;
+        timestamp: string;
+        level: string;
+        message: string;
+      }[]) ?? [];
+    await report('first');
+    await report('second');
+    // The CLI's first fetch: newest first; then, following, ascending from the newest it printed.
+    const [newest] = await logs({ limit: 100, order: 'desc' });
+    expect(newest?.message).toBe('second');
+    await report('third\npod web-1 container api: last exit: Error, exit code 1', 'DEPLOY_FAILED');
+    const followed = await logs({ limit: 100, order: 'asc', start_time: newest?.timestamp });
+    expect(followed.map((l) => l.message.split('\n')[0])).toEqual(['second', 'DEPLOY_FAILED: third']);
+    // The CLI turns an epoch-ms timestamp into an ISO time with an offset: the same instant.
+    const offset = new Date(Date.parse(newest?.timestamp ?? '')).toISOString().replace('Z', '+00:00');
+    expect((await logs({ order: 'asc', start_time: offset })).length).toBe(2);
+    expect((await logs({ order: 'asc', end_time: newest?.timestamp })).map((l) => l.message)).toEqual([
+      'first',
+      'second',
+    ]);
+    expect((await logs({ query: 'exit code 1' })).length).toBe(1);
+    expect((await logs({ level: 'error' })).map((l) => l.level)).toEqual(['ERROR']);
+    expect((await logs({ limit: 1, order: 'asc' })).map((l) => l.message)).toEqual(['first']);
+    expect(
+      (await call(`/v1/projects/${id}/deploy_logs`, json('POST', { start_time: 'yesterday' }))).status,
+    ).toBe(422);
+  });
 });
 
 describe('emulator: nesting depth', () => {

@@ -50,7 +50,9 @@ describe('the permissions check asks for', () => {
     ['', 'configmaps', ['get', 'list', 'watch', 'patch', 'delete']],
     ['', 'persistentvolumeclaims', ['get', 'list', 'watch', 'delete']],
     ['', 'pods', ['list', 'watch']],
-    ['events.k8s.io', 'events', ['create', 'patch']],
+    // The evidence of a failure: a crashed container's log, a failing pod's warning Events.
+    ['', 'pods/log', ['get']],
+    ['events.k8s.io', 'events', ['create', 'patch', 'list']],
   ])('%s %s: %j', (group, resource, verbs) => {
     expect(verbsOf(access, group, resource)).toEqual(verbs);
   });

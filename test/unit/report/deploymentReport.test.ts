@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { LiveKubeObject } from '../../../src/kube/index.ts';
 import { ANNOTATION_STATUS } from '../../../src/objects/ownership.ts';
 import { TerminalError } from '../../../src/reconcile/outcome.ts';
-import { DeploymentReport } from '../../../src/report/deploymentReport.ts';
+import { DeploymentReport, MAX_REPORT_MESSAGE, withEvidence } from '../../../src/report/deploymentReport.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import type { Reason, RolloutStatus } from '../../../src/report/rolloutStatus.ts';
 import { parseStatusAnnotation } from '../../../src/report/statusAnnotation.ts';
@@ -246,5 +246,32 @@ describe('DeploymentReport', () => {
     report.deleted('d1');
     expect(recorded.at(-1)).toEqual({ deployment_id: 'd1', deleted: true, message: 'resources removed' });
     expect(await gauge('DEPLOYED')).toBe(0);
+  });
+
+  it('sends the evidence of a failure under its message, each new evidence once; the cluster hears the failure once', async () => {
+    const { main, report, recorded, events, annotation } = await setUp();
+    const failed = (evidence: string[]): RolloutStatus => ({
+      ...status('DEPLOY_FAILED', 'pod web-1 is in CrashLoopBackOff for more than 120 s'),
+      evidence,
+    });
+    const send = (s: RolloutStatus) =>
+      report.status({ deploymentId: 'd1', revisionId: 'r1', status: s, main, annotated }, log);
+    await send(failed(['pod web-1 container api: restarts: 3', '  | ImportError: no module named nope']));
+    await send(failed(['pod web-1 container api: restarts: 3', '  | ImportError: no module named nope']));
+    await send(failed(['pod web-1 container api: restarts: 4', '  | ImportError: no module named nope']));
+    expect(recorded.map((r) => r.message)).toEqual([
+      'pod web-1 is in CrashLoopBackOff for more than 120 s\npod web-1 container api: restarts: 3\n  | ImportError: no module named nope',
+      'pod web-1 is in CrashLoopBackOff for more than 120 s\npod web-1 container api: restarts: 4\n  | ImportError: no module named nope',
+    ]);
+    expect(events).toEqual(['RolloutFailed']);
+    expect((await annotation())?.message).toBe('pod web-1 is in CrashLoopBackOff for more than 120 s');
+  });
+
+  it('keeps a message with its evidence within the report’s bound, in whole lines', () => {
+    const lines = Array.from({ length: 100 }, (_, i) => `line ${i} `.padEnd(200, 'x'));
+    const message = withEvidence({ message: 'headline', evidence: lines });
+    expect(message.length).toBeLessThanOrEqual(MAX_REPORT_MESSAGE);
+    expect(message.split('\n').at(-1)).toMatch(/more lines of evidence left out$/);
+    expect(message.split('\n').slice(1, -1)).toEqual(lines.slice(0, message.split('\n').length - 2));
   });
 });

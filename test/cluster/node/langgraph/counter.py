@@ -5,9 +5,15 @@ thread) and the run's result is that state, so a thread's first run returns {"co
 second {"count": 2}. The count lives in the checkpointer, i.e. in the server's database.
 """
 
+import os
 from typing import TypedDict
 
 from langgraph.graph import END, START, StateGraph
+
+
+# A graph that fails at import, for the tests of a failing server: the server cannot start.
+if os.environ.get("TEST_FAIL_AT_IMPORT"):
+    raise RuntimeError(os.environ["TEST_FAIL_AT_IMPORT"])
 
 
 class State(TypedDict, total=False):
