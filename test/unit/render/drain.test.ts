@@ -193,3 +193,55 @@ describe('scale-down of the workloads that run jobs', () => {
     expect(scaled?.spec.advanced).toEqual({ horizontalPodAutoscalerConfig: { behavior: SLOW } });
   });
 });
+
+describe('the drain of pods that run jobs', () => {
+  it('waits for the runs of every pod that runs jobs, after the API server’s own preStop sleep; none where no job runs', () => {
+    const byRole = stops(render(withSpec(ALL_GROUPS)));
+    expect(byRole.main).toMatchObject({ preStop: 5, drain: 0 });
+    for (const role of ['queue', 'orchestrator', 'executor'])
+      expect(byRole[role]).toMatchObject({ drain: 180 });
+    // Within the pod's grace, leaving the server its exit after the drain.
+    const alone = stops(render(withSpec({}))).main as PodStop;
+    expect(alone).toMatchObject({ preStop: 5, drain: 180 });
+    expect(alone.grace - alone.preStop - alone.drain).toBe(25);
+  });
+
+  it('runs the image’s own python, asking the server on its port', () => {
+    const objects = render(withSpec({ queue_cpu: 0.5 }), config({ app: { containerPort: 9000 } })) as Json[];
+    const queue = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hello-queue');
+    const command = queue?.spec.template.spec.containers[0].lifecycle.preStop.exec.command as string[];
+    expect(command[0]).toBe('python');
+    expect(command.slice(3)).toEqual(['0', '180', '9000']);
+  });
+
+  it('is turned off by render.app.runDrain, leaving the preStop sleep alone', () => {
+    const byRole = stops(render(withSpec({}), config({ app: { runDrain: false } })));
+    expect(byRole.main).toEqual({ grace: 210, env: literal(180), preStop: 5, drain: 0 });
+    const queue = stops(render(withSpec({ queue_cpu: 0.5 }), config({ app: { runDrain: false } }))).queue;
+    expect(queue).toEqual({ grace: 210, env: literal(180), preStop: 0, drain: 0 });
+  });
+});
+
+describe('the disruption budget of queue workers', () => {
+  const budgets = (objects: KubeObject[]) =>
+    (objects as Json[])
+      .filter((o) => o.kind === 'PodDisruptionBudget')
+      .map((o) => [o.metadata.name, o.spec.maxUnavailable, o.spec.selector.matchLabels[LABEL_COMPONENT]]);
+
+  it('lets an eviction take one queue worker at a time, in every deployment type', () => {
+    expect(budgets(render(withSpec({ queue_min_scale: 2 }))).sort()).toEqual([['hello-queue', 1, 'queue']]);
+    const dev = withSpec({ queue_min_scale: 2 });
+    const source = { ...dev.deployment.source_config, deployment_type: 'prod' as const };
+    const prod = render({ ...dev, deployment: { ...dev.deployment, source_config: source } });
+    expect(budgets(prod).sort()).toEqual([
+      ['hello', 1, 'main'],
+      ['hello-queue', 1, 'queue'],
+    ]);
+  });
+
+  it('is turned off by render.queue.podDisruptionBudget', () => {
+    expect(
+      budgets(render(withSpec({ queue_min_scale: 2 }), config({ queue: { podDisruptionBudget: false } }))),
+    ).toEqual([]);
+  });
+});
