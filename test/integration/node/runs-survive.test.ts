@@ -16,10 +16,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { eventually } from '../../support/adminKube.ts';
 import { startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { type AgentProcess, startAgentProcess, writeAgentConfig } from '../../support/agentProcess.ts';
 import { installLanggraphCli, langgraphShell } from '../../support/langgraphCli.ts';
+import { databaseQuery, NODE_LANGGRAPH_JSON, serviceClient } from '../../support/langgraphServer.ts';
 import {
   image,
   REAL_NODE_NAMESPACE_ANNOTATIONS,
@@ -45,11 +46,6 @@ const RUNS = WORKERS * JOBS_PER_WORKER;
  */
 const STORE_ERRORS_RETRIED = false;
 const node = realNodeFor('node/runs-survive');
-
-interface Json {
-  readonly status: number;
-  readonly body: unknown;
-}
 
 interface StartedRun {
   readonly threadId: string;
@@ -91,18 +87,11 @@ describe.skipIf(!node)('runs in flight survive the platform’s routine operatio
     return agent;
   }
 
-  /** The deployment's server through its Service's cluster IP, as another workload would call it. */
-  async function server(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Json> {
-    const service = await world.kube.core.readNamespacedService({ name: NAME, namespace: ns });
-    const response = await fetch(`http://${service.spec?.clusterIP}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-  }
+  const server = serviceClient(
+    () => world,
+    () => ns,
+    NAME,
+  );
 
   async function pods(component: string): Promise<V1Pod[]> {
     const list = await world.kube.core.listNamespacedPod({
@@ -112,27 +101,11 @@ describe.skipIf(!node)('runs in flight survive the platform’s routine operatio
     return list.items;
   }
 
-  async function psql(query: string): Promise<string> {
-    const db = (await pods('database')).find(
-      (pod) => pod.status?.phase === 'Running' && !pod.metadata?.deletionTimestamp,
-    );
-    return (
-      await kubectl(inject('clusterBinDir'), world.kubeconfigPath, [
-        'exec',
-        '-n',
-        ns,
-        db?.metadata?.name ?? '',
-        '--',
-        'psql',
-        '-U',
-        'app',
-        '-d',
-        'app',
-        '-tAc',
-        query,
-      ])
-    ).trim();
-  }
+  const psql = databaseQuery(
+    () => world,
+    () => ns,
+    () => inject('clusterBinDir'),
+  );
 
   /** Starts `RUNS` long runs, each on a thread of its own, and returns once every one is running. */
   async function startRuns(): Promise<StartedRun[]> {
@@ -308,13 +281,7 @@ describe.skipIf(!node)('runs in flight survive the platform’s routine operatio
     await writeFile(configPath, JSON.stringify(file));
     await startAgent();
     dir = await mkdtemp(join(tmpdir(), 'k8s-listener-runs-survive-'));
-    await writeFile(
-      join(dir, 'langgraph.json'),
-      JSON.stringify({
-        dependencies: ['.'],
-        graphs: { counter: './counter.py:graph', long_run: './long_run.py:graph' },
-      }),
-    );
+    await writeFile(join(dir, 'langgraph.json'), NODE_LANGGRAPH_JSON);
     const created = await cli(
       `langgraph deploy --image-uri ${image(realNode, 'langgraph-server')} --listener-id "$LISTENER_ID" --k8s-namespace "$NAMESPACE" --name ${NAME} --no-input`,
     );
