@@ -765,7 +765,7 @@ describe("one of the render's own objects held by another owner (in memory)", ()
     expect(error?.reason).toBe('ClaimTaken');
     expect(error?.message).toContain('StatefulSet/hello-db deleted');
     expect(error?.message).toContain(
-      'Deployment/hello spec.containers[0](app).env[5].valueFrom.secretKeyRef.name names Secret/hello-db-credentials',
+      'Deployment/hello spec.containers[0](app).env[6].valueFrom.secretKeyRef.name names Secret/hello-db-credentials',
     );
     expect(cluster.names('StatefulSet')).toEqual([]);
     expect(cluster.names('Deployment')).toEqual([]);
