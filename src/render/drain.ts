@@ -77,3 +77,58 @@ export function scaleDownBehavior(config: RenderConfig): Record<string, unknown>
     },
   };
 }
+
+/**
+ * The drain of a pod that runs jobs, as a LangGraph image can run it: its own `python` and the
+ * standard library (psycopg where the process cannot say, as the images of the MIT runtime have
+ * it). Arguments: the seconds to keep serving first, the run grace, the server's port. It asks the
+ * process for its active runs once a second and ends at 0 or at the run grace; where the process
+ * does not report them, it counts the deployment's runs `running` in its database; where neither
+ * answers, it waits out the run grace. It always exits 0: the kubelet sends SIGTERM next either way.
+ */
+export const RUN_DRAIN_SCRIPT = `import json, os, sys, time, urllib.request
+serve, grace, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+time.sleep(serve)
+deadline = time.monotonic() + grace
+def own():
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics?format=json" % port, timeout=5) as r:
+            return int(json.load(r)["workers"]["active"])
+    except Exception:
+        return None
+def deployment():
+    uri = os.environ.get("DATABASE_URI") or os.environ.get("POSTGRES_URI")
+    if not uri:
+        return None
+    try:
+        import psycopg
+        uri = uri.replace("+asyncpg", "").replace("+psycopg", "")
+        with psycopg.connect(uri, connect_timeout=5) as c:
+            return int(c.execute("select count(*) from runs where status = 'running'").fetchone()[0])
+    except Exception:
+        return None
+while time.monotonic() < deadline:
+    active = own()
+    if active is None:
+        active = deployment()
+    if active == 0:
+        break
+    time.sleep(1)
+`;
+
+/**
+ * The `lifecycle` of an application container: for a pod that runs jobs (with `runDrain`), the
+ * drain, after `serveSeconds` (the API server's, while its Service drops it); otherwise that sleep
+ * alone, if any.
+ */
+export function stopHook(
+  drain: PodDrain,
+  serveSeconds: number,
+  config: RenderConfig,
+): Record<string, unknown> | undefined {
+  if (config.app.runDrain && drain.runGraceSeconds > 0) {
+    const args = [serveSeconds, drain.runGraceSeconds, config.app.containerPort].map(String);
+    return { preStop: { exec: { command: ['python', '-c', RUN_DRAIN_SCRIPT, ...args] } } };
+  }
+  return serveSeconds > 0 ? { preStop: { sleep: { seconds: serveSeconds } } } : undefined;
+}

@@ -18,7 +18,7 @@ import {
   LABEL_NAME,
 } from '../objects/ownership.ts';
 import { canonicalHash } from './canonicalHash.ts';
-import { type PodDrain, podDrain, runsJobs, scaleDownBehavior } from './drain.ts';
+import { type PodDrain, podDrain, runsJobs, scaleDownBehavior, stopHook } from './drain.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
 import { queueScalerObjects } from './queueScaling.ts';
@@ -163,11 +163,17 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
         }),
       );
     }
-    if (workload.role === 'main' && plan.deploymentType === 'prod' && config.prod.podDisruptionBudget) {
+    // An eviction takes one pod at a time: a prod API server's, and every deployment's queue
+    // workers', whose runs the drain waits for.
+    const budget =
+      workload.role === 'main'
+        ? plan.deploymentType === 'prod' && config.prod.podDisruptionBudget
+        : workload.role === 'queue' && config.queue.podDisruptionBudget;
+    if (budget) {
       objects.push(
-        object(plan, 'policy/v1', 'PodDisruptionBudget', name, 'main', {
+        object(plan, 'policy/v1', 'PodDisruptionBudget', name, workload.role, {
           maxUnavailable: 1,
-          selector: { matchLabels: selectorLabels(plan, 'main') },
+          selector: { matchLabels: selectorLabels(plan, workload.role) },
         }),
       );
     }
@@ -524,10 +530,8 @@ function appPodTemplate(
     startupProbe: probes?.startupProbe ? structuredClone(probes.startupProbe) : undefined,
     // Kept serving until the Service has dropped the pod from its endpoints: the server stops
     // accepting on SIGTERM, and a request routed to it meanwhile would be refused.
-    lifecycle:
-      workload.role === 'main' && config.app.preStopSleepSeconds
-        ? { preStop: { sleep: { seconds: config.app.preStopSleepSeconds } } }
-        : undefined,
+    // A pod that runs jobs then waits for its runs: the server may cut them at SIGTERM.
+    lifecycle: stopHook(drain, workload.role === 'main' ? config.app.preStopSleepSeconds : 0, config),
     resources: resources(workload.resources, config),
     volumeMounts: mounts(spec.volume_mounts),
     securityContext: containerHardening(config),

@@ -313,7 +313,7 @@ export const RenderConfig = z
           .min(0)
           .default(180)
           .describe(
-            "Seconds a LangGraph server that runs jobs waits for its runs to finish when its pod is told to stop, before it cuts them (a cut run is retried by another worker, running again the step it was cut in): `runGraceEnv` of the pods that run jobs (the queue workers, orchestrators and executors, and the API server when there is no queue group), whose `terminationGracePeriodSeconds` is this plus `render.app.terminationGracePeriodSeconds` — so the kubelet never kills a server still waiting for its runs. A stop of such a pod (a rollout, a scale-down, an eviction, a node drain) can so take up to 210 s by default, and takes only as long as its longest run in flight: a server with no run exits at once. The LangGraph images' own default. A deployment may set its own (`runGraceEnv` in its `secrets`), up to `maxRunGraceSeconds`.",
+            "Seconds a LangGraph server that runs jobs is given to finish its runs when its pod is told to stop, before they are cut (a cut run is retried by another worker, running again the step it was cut in): the most the drain waits (`runDrain`) and `runGraceEnv` of the pods that run jobs (the queue workers, orchestrators and executors, and the API server when there is no queue group), whose `terminationGracePeriodSeconds` is this plus `render.app.terminationGracePeriodSeconds` — so the kubelet never kills a server still waiting for its runs. A stop of such a pod (a rollout, a scale-down, an eviction, a node drain) can so take up to 210 s by default, and takes only as long as its longest run in flight: a server with no run exits at once. The LangGraph images' own default. A deployment may set its own (`runGraceEnv` in its `secrets`), up to `maxRunGraceSeconds`.",
           ),
         maxRunGraceSeconds: z
           .number()
@@ -322,6 +322,12 @@ export const RenderConfig = z
           .default(600)
           .describe(
             "The most a deployment may ask for as its run grace (`runGraceEnv` in its `secrets`: a whole number of seconds; a larger one, or one from a secret reference, whose value render cannot read, is refused, naming the field). A stopping pod keeps its node's resources and holds up a rollout or a node drain that long. 600: the cluster autoscaler's default `--max-graceful-termination-sec`, past which a node it removes kills the pod anyway. Raise it with that flag for runs longer than ten minutes; the LangGraph server warns above 3600, the grace LangChain's own hosting gives its pods.",
+          ),
+        runDrain: z
+          .boolean()
+          .default(true)
+          .describe(
+            "A `preStop` on the pods that run jobs that waits, at most their run grace, until the server holds no run, before the kubelet sends SIGTERM (after the `preStopSleepSeconds` of an API server that runs jobs). It asks the process itself (`GET 127.0.0.1:$PORT/metrics?format=json`, `workers.active`, served by LangChain's licensed runtime and the in-memory one) or, where the process does not say (the MIT `langgraph-runtime-pg`, which answers that request with an error), the deployment's database (`DATABASE_URI`: runs `running`, all workers') — with the image's own `python`, nothing else. Needed where the server cuts its runs at SIGTERM (the MIT runtime does, whatever `runGraceEnv` says); harmless where it waits (the licensed runtime). The runtimes offer no way to stop taking runs: a worker draining still takes pending runs, and those still in flight when the run grace is over are cut and retried. False: no drain (images without `python`, or servers that wait for their runs themselves).",
           ),
         runGraceEnv: EnvName.default('BG_JOB_SHUTDOWN_GRACE_PERIOD_SECS').describe(
           "Environment variable of every application container with its run grace: `runGraceSeconds` (or the deployment's own) where the pod runs jobs, 0 in an API server that runs none. Null: not set, and a deployment's own value of it is an ordinary variable the agent does not read (for images that are not LangGraph servers); the pods that run jobs still get `runGraceSeconds` on top of their grace.",
@@ -363,6 +369,12 @@ export const RenderConfig = z
         startupProbe: FreeForm.nullable()
           .default(OK_STARTUP)
           .describe("Startup probe of the queue workers, as the main container's. Null for none."),
+        podDisruptionBudget: z
+          .boolean()
+          .default(true)
+          .describe(
+            'A PodDisruptionBudget (`maxUnavailable: 1`) for the queue workers of every deployment: an eviction (a node drain, the cluster autoscaler) takes one worker at a time, each waiting for its runs (`render.app.runDrain`), so the deployment keeps workers taking its runs.',
+          ),
         jobsPerWorkerEnv: EnvName.default('N_JOBS_PER_WORKER').describe(
           "Set to `0` on the main workload when there are queue workers, so that the API server leaves runs to them. A deployment's own value of it reaches the queue workers only. Null: not set.",
         ),
@@ -552,7 +564,9 @@ export const RenderConfig = z
         podDisruptionBudget: z
           .boolean()
           .default(true)
-          .describe('A PodDisruptionBudget for each `prod` workload.'),
+          .describe(
+            'A PodDisruptionBudget (`maxUnavailable: 1`) for the API server of a `prod` deployment (queue workers: `render.queue.podDisruptionBudget`).',
+          ),
         topologySpread: z
           .boolean()
           .default(true)

@@ -14,6 +14,7 @@ import type { Agent } from '../../../src/manager/agent.ts';
 import { eventually, kubectl } from '../../support/adminKube.ts';
 import { startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { installLanggraphCli, langgraphShell } from '../../support/langgraphCli.ts';
+import { databaseQuery, NODE_LANGGRAPH_JSON, serviceClient } from '../../support/langgraphServer.ts';
 import {
   image,
   REAL_NODE_NAMESPACE_ANNOTATIONS,
@@ -25,11 +26,6 @@ import {
 const API_KEY = 'langgraph-server-test-key';
 const NAME = 'counter';
 const node = realNodeFor('node/langgraph-server');
-
-interface Json {
-  readonly status: number;
-  readonly body: unknown;
-}
 
 describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a real node', () => {
   const realNode = node as RealNodeImages;
@@ -50,42 +46,17 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
     timeoutMs: 280_000,
   });
 
-  /** The deployment's server through its Service's cluster IP, as another workload would call it. */
-  async function server(method: 'GET' | 'POST', path: string, body?: unknown): Promise<Json> {
-    const service = await world.kube.core.readNamespacedService({ name: NAME, namespace: ns });
-    const response = await fetch(`http://${service.spec?.clusterIP}${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? (JSON.parse(text) as unknown) : undefined };
-  }
+  const server = serviceClient(
+    () => world,
+    () => ns,
+    NAME,
+  );
 
-  async function psql(query: string): Promise<string> {
-    const pods = await world.kube.core.listNamespacedPod({
-      namespace: ns,
-      labelSelector: 'app.kubernetes.io/component=database',
-    });
-    const pod = pods.items[0]?.metadata?.name ?? '';
-    return (
-      await kubectl(inject('clusterBinDir'), world.kubeconfigPath, [
-        'exec',
-        '-n',
-        ns,
-        pod,
-        '--',
-        'psql',
-        '-U',
-        'app',
-        '-d',
-        'app',
-        '-tAc',
-        query,
-      ])
-    ).trim();
-  }
+  const psql = databaseQuery(
+    () => world,
+    () => ns,
+    () => inject('clusterBinDir'),
+  );
 
   beforeAll(async () => {
     bin = await installLanggraphCli();
@@ -108,13 +79,7 @@ describe.skipIf(!node)('a LangGraph server deployed by the LangGraph CLI on a re
       reconcile: { failureGraceMs: 120_000 },
     });
     dir = await mkdtemp(join(tmpdir(), 'k8s-listener-langgraph-server-'));
-    await writeFile(
-      join(dir, 'langgraph.json'),
-      JSON.stringify({
-        dependencies: ['.'],
-        graphs: { counter: './counter.py:graph', long_run: './long_run.py:graph' },
-      }),
-    );
+    await writeFile(join(dir, 'langgraph.json'), NODE_LANGGRAPH_JSON);
   }, 600_000);
   afterAll(async () => {
     await agent?.stop();

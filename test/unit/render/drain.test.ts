@@ -34,7 +34,17 @@ interface PodStop {
   readonly grace: number;
   /** The run grace the server is told, as its variable says it (a literal, never a reference). */
   readonly env: Json | undefined;
+  /** Seconds it keeps serving when told to stop (a `preStop` sleep, or the drain's first argument). */
   readonly preStop: number;
+  /** The most its drain waits for its runs: 0 without one. */
+  readonly drain: number;
+}
+
+/** A `preStop` read back: the drain's arguments (serve, run grace, port), or a sleep's seconds. */
+function preStopOf(lifecycle: Json | undefined): { preStop: number; drain: number } {
+  const command = lifecycle?.preStop?.exec?.command as string[] | undefined;
+  if (command) return { preStop: Number(command[3]), drain: Number(command[4]) };
+  return { preStop: lifecycle?.preStop?.sleep?.seconds ?? 0, drain: 0 };
 }
 
 /** The stop of each application pod, by role (`main`, `queue`, `orchestrator`, `executor`). */
@@ -48,7 +58,7 @@ function stops(objects: KubeObject[]): Record<string, PodStop> {
     found[role] = {
       grace: template.spec.terminationGracePeriodSeconds,
       env: (app.env as Json[]).find((variable) => variable.name === GRACE_ENV),
-      preStop: app.lifecycle?.preStop?.sleep?.seconds ?? 0,
+      ...preStopOf(app.lifecycle),
     };
   }
   return found;
@@ -59,14 +69,14 @@ const literal = (seconds: number) => ({ name: GRACE_ENV, value: String(seconds) 
 describe('the termination grace of application pods', () => {
   it('is the run grace on top of the short stop for every pod that runs jobs, the short stop alone for an API server beside a queue group', () => {
     expect(stops(render(withSpec(ALL_GROUPS)))).toEqual({
-      main: { grace: 30, env: literal(0), preStop: 5 },
-      queue: { grace: 210, env: literal(180), preStop: 0 },
-      orchestrator: { grace: 210, env: literal(180), preStop: 0 },
-      executor: { grace: 210, env: literal(180), preStop: 0 },
+      main: { grace: 30, env: literal(0), preStop: 5, drain: 0 },
+      queue: { grace: 210, env: literal(180), preStop: 0, drain: 180 },
+      orchestrator: { grace: 210, env: literal(180), preStop: 0, drain: 180 },
+      executor: { grace: 210, env: literal(180), preStop: 0, drain: 180 },
     });
     // Without a queue group the API server runs the jobs: its preStop sleep, its runs, its exit.
     const alone = stops(render(withSpec({})));
-    expect(alone).toEqual({ main: { grace: 210, env: literal(180), preStop: 5 } });
+    expect(alone).toEqual({ main: { grace: 210, env: literal(180), preStop: 5, drain: 180 } });
     const main = alone.main as PodStop;
     expect(main.grace - main.preStop - 180).toBeGreaterThanOrEqual(20);
   });
@@ -76,18 +86,18 @@ describe('the termination grace of application pods', () => {
       app: { terminationGracePeriodSeconds: 45, runGraceSeconds: 900, maxRunGraceSeconds: 900 },
     });
     const byRole = stops(render(withSpec({ queue_cpu: 0.5 }), cfg));
-    expect(byRole.queue).toEqual({ grace: 945, env: literal(900), preStop: 0 });
-    expect(byRole.main).toEqual({ grace: 45, env: literal(0), preStop: 5 });
+    expect(byRole.queue).toEqual({ grace: 945, env: literal(900), preStop: 0, drain: 900 });
+    expect(byRole.main).toEqual({ grace: 45, env: literal(0), preStop: 5, drain: 0 });
     expect(() => config({ app: { runGraceSeconds: 601 } })).toThrow(/maxRunGraceSeconds/);
   });
 
   it("takes a deployment's own run grace, up to the platform's most, as a literal the pod's grace is made of", () => {
     const own = (value: string) => withSpec({ queue_cpu: 0.5 }, { secrets: [{ name: GRACE_ENV, value }] });
     const byRole = stops(render(own(' 420 ')));
-    expect(byRole.queue).toEqual({ grace: 450, env: literal(420), preStop: 0 });
+    expect(byRole.queue).toEqual({ grace: 450, env: literal(420), preStop: 0, drain: 420 });
     // The API server beside the queue runs none, whatever the deployment asks for its runs.
-    expect(byRole.main).toEqual({ grace: 30, env: literal(0), preStop: 5 });
-    expect(stops(render(own('0'))).queue).toEqual({ grace: 30, env: literal(0), preStop: 0 });
+    expect(byRole.main).toEqual({ grace: 30, env: literal(0), preStop: 5, drain: 0 });
+    expect(stops(render(own('0'))).queue).toEqual({ grace: 30, env: literal(0), preStop: 0, drain: 0 });
     expect(stops(render(own('1200'), config({ app: { maxRunGraceSeconds: 1200 } }))).queue?.grace).toBe(1230);
     for (const value of ['601', '-1', '1.5', 'forever', '', '99999999']) {
       const found = problems(own(value));
@@ -181,5 +191,57 @@ describe('scale-down of the workloads that run jobs', () => {
     ) as Json[];
     const scaled = objects.find((o) => o.kind === 'ScaledObject');
     expect(scaled?.spec.advanced).toEqual({ horizontalPodAutoscalerConfig: { behavior: SLOW } });
+  });
+});
+
+describe('the drain of pods that run jobs', () => {
+  it('waits for the runs of every pod that runs jobs, after the API server’s own preStop sleep; none where no job runs', () => {
+    const byRole = stops(render(withSpec(ALL_GROUPS)));
+    expect(byRole.main).toMatchObject({ preStop: 5, drain: 0 });
+    for (const role of ['queue', 'orchestrator', 'executor'])
+      expect(byRole[role]).toMatchObject({ drain: 180 });
+    // Within the pod's grace, leaving the server its exit after the drain.
+    const alone = stops(render(withSpec({}))).main as PodStop;
+    expect(alone).toMatchObject({ preStop: 5, drain: 180 });
+    expect(alone.grace - alone.preStop - alone.drain).toBe(25);
+  });
+
+  it('runs the image’s own python, asking the server on its port', () => {
+    const objects = render(withSpec({ queue_cpu: 0.5 }), config({ app: { containerPort: 9000 } })) as Json[];
+    const queue = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hello-queue');
+    const command = queue?.spec.template.spec.containers[0].lifecycle.preStop.exec.command as string[];
+    expect(command[0]).toBe('python');
+    expect(command.slice(3)).toEqual(['0', '180', '9000']);
+  });
+
+  it('is turned off by render.app.runDrain, leaving the preStop sleep alone', () => {
+    const byRole = stops(render(withSpec({}), config({ app: { runDrain: false } })));
+    expect(byRole.main).toEqual({ grace: 210, env: literal(180), preStop: 5, drain: 0 });
+    const queue = stops(render(withSpec({ queue_cpu: 0.5 }), config({ app: { runDrain: false } }))).queue;
+    expect(queue).toEqual({ grace: 210, env: literal(180), preStop: 0, drain: 0 });
+  });
+});
+
+describe('the disruption budget of queue workers', () => {
+  const budgets = (objects: KubeObject[]) =>
+    (objects as Json[])
+      .filter((o) => o.kind === 'PodDisruptionBudget')
+      .map((o) => [o.metadata.name, o.spec.maxUnavailable, o.spec.selector.matchLabels[LABEL_COMPONENT]]);
+
+  it('lets an eviction take one queue worker at a time, in every deployment type', () => {
+    expect(budgets(render(withSpec({ queue_min_scale: 2 }))).sort()).toEqual([['hello-queue', 1, 'queue']]);
+    const dev = withSpec({ queue_min_scale: 2 });
+    const source = { ...dev.deployment.source_config, deployment_type: 'prod' as const };
+    const prod = render({ ...dev, deployment: { ...dev.deployment, source_config: source } });
+    expect(budgets(prod).sort()).toEqual([
+      ['hello', 1, 'main'],
+      ['hello-queue', 1, 'queue'],
+    ]);
+  });
+
+  it('is turned off by render.queue.podDisruptionBudget', () => {
+    expect(
+      budgets(render(withSpec({ queue_min_scale: 2 }), config({ queue: { podDisruptionBudget: false } }))),
+    ).toEqual([]);
   });
 });

@@ -183,6 +183,7 @@ describe('workload groups', () => {
       'Service/hello',
       'Deployment/hello',
       'Deployment/hello-queue',
+      'PodDisruptionBudget/hello-queue',
       'Deployment/hello-orchestrator',
       'PodTemplate/hello-executor',
       'NetworkPolicy/hello',
@@ -246,8 +247,11 @@ describe('the LangGraph server contract', () => {
     expect(appContainer(find(objects, 'Deployment', 'hello')).lifecycle).toEqual({
       preStop: { sleep: { seconds: 5 } },
     });
-    expect(appContainer(find(objects, 'Deployment', '-queue')).lifecycle).toBeUndefined();
-    const none = render(withSpec({}), config({ app: { preStopSleepSeconds: 0 } }));
+    // The queue workers serve no Service: their preStop is the drain alone (render/drain).
+    expect(
+      appContainer(find(objects, 'Deployment', '-queue')).lifecycle.preStop.exec.command.slice(3),
+    ).toEqual(['0', '180', '8000']);
+    const none = render(withSpec({ queue_min_scale: 1 }), config({ app: { preStopSleepSeconds: 0 } }));
     expect(appContainer(find(none, 'Deployment', 'hello')).lifecycle).toBeUndefined();
     expect(() => config({ app: { preStopSleepSeconds: 30 } })).toThrow(/terminationGracePeriodSeconds/);
   });
