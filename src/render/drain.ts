@@ -79,12 +79,14 @@ export function scaleDownBehavior(config: RenderConfig): Record<string, unknown>
 }
 
 /**
- * The drain of a pod that runs jobs, as a LangGraph image can run it: its own `python` and the
+ * The drain of a pod that runs jobs, as a LangGraph image can run it: its own `python3` and the
  * standard library (psycopg where the process cannot say, as the images of the MIT runtime have
  * it). Arguments: the seconds to keep serving first, the run grace, the server's port. It asks the
  * process for its active runs once a second and ends at 0 or at the run grace; where the process
  * does not report them, it counts the deployment's runs `running` in its database; where neither
- * answers, it waits out the run grace. It always exits 0: the kubelet sends SIGTERM next either way.
+ * answers for 10 s in a row, it ends: no run records its end without its database, and a deleted
+ * deployment's stores go with it (waiting out the grace held every deletion that long). It always
+ * exits 0: the kubelet sends SIGTERM next either way.
  */
 export const RUN_DRAIN_SCRIPT = `import json, os, sys, time, urllib.request
 serve, grace, port = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -107,11 +109,13 @@ def deployment():
             return int(c.execute("select count(*) from runs where status = 'running'").fetchone()[0])
     except Exception:
         return None
+silent = 0
 while time.monotonic() < deadline:
     active = own()
     if active is None:
         active = deployment()
-    if active == 0:
+    silent = silent + 1 if active is None else 0
+    if active == 0 or silent >= 10:
         break
     time.sleep(1)
 `;
@@ -128,7 +132,7 @@ export function stopHook(
 ): Record<string, unknown> | undefined {
   if (config.app.runDrain && drain.runGraceSeconds > 0) {
     const args = [serveSeconds, drain.runGraceSeconds, config.app.containerPort].map(String);
-    return { preStop: { exec: { command: ['python', '-c', RUN_DRAIN_SCRIPT, ...args] } } };
+    return { preStop: { exec: { command: ['python3', '-c', RUN_DRAIN_SCRIPT, ...args] } } };
   }
   return serveSeconds > 0 ? { preStop: { sleep: { seconds: serveSeconds } } } : undefined;
 }

@@ -206,11 +206,11 @@ describe('the drain of pods that run jobs', () => {
     expect(alone.grace - alone.preStop - alone.drain).toBe(25);
   });
 
-  it('runs the image’s own python, asking the server on its port', () => {
+  it('runs the image’s own python3, asking the server on its port', () => {
     const objects = render(withSpec({ queue_cpu: 0.5 }), config({ app: { containerPort: 9000 } })) as Json[];
     const queue = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'hello-queue');
     const command = queue?.spec.template.spec.containers[0].lifecycle.preStop.exec.command as string[];
-    expect(command[0]).toBe('python');
+    expect(command[0]).toBe('python3');
     expect(command.slice(3)).toEqual(['0', '180', '9000']);
   });
 

@@ -75,6 +75,14 @@ describe('the run drain', () => {
     expect(server.asked()).toBeGreaterThanOrEqual(3);
   }, 20_000);
 
+  it('ends after 10 s in which neither the process nor a database answers, within a longer grace', async () => {
+    const server = await metrics(['error']);
+    const ran = await drain(0, 60, server.port);
+    expect(ran.code).toBe(0);
+    expect(ran.seconds).toBeGreaterThanOrEqual(9);
+    expect(ran.seconds).toBeLessThan(30);
+  }, 40_000);
+
   it('keeps serving its first seconds before it asks', async () => {
     const server = await metrics([0]);
     const ran = await drain(2, 30, server.port);
