@@ -84,7 +84,7 @@ describe('k8s-listener check', () => {
         `✓ namespace ${ownNamespace} (the agent's own, for its Lease) exists`,
         `✓ may get, list, watch, create, patch, delete secrets in ${a}`,
         `✓ may get, list, watch, patch, delete deployments.apps in ${b}`,
-        `✓ may create, patch events.events.k8s.io in ${b}`,
+        `✓ may create, patch, list events.events.k8s.io in ${b}`,
         `✓ may create leases.coordination.k8s.io in ${ownNamespace}`,
         `✓ may get, update leases.coordination.k8s.io/k8s-listener in ${ownNamespace}`,
       ]),
@@ -122,6 +122,7 @@ describe('k8s-listener check', () => {
         verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
       },
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
       {
         apiGroups: ['apps'],
         resources: ['deployments', 'statefulsets'],
@@ -142,7 +143,11 @@ describe('k8s-listener check', () => {
         resources: ['networkpolicies'],
         verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
       },
-      { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update'] },
+      {
+        apiGroups: ['', 'events.k8s.io'],
+        resources: ['events'],
+        verbs: ['create', 'patch', 'update', 'list'],
+      },
     ];
     const all = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
     const grants: [string, unknown[]][] = [

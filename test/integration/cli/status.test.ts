@@ -195,6 +195,7 @@ describe('k8s-listener status', () => {
       'NetworkPolicy/web Current',
       'NetworkPolicy/web-data Current',
       'PersistentVolumeClaim/data-web-db-0 Current',
+      'PodDisruptionBudget/web-queue Current',
       'Secret/web-db-credentials Current',
       'Secret/web-secrets Current',
       'Service/web Current',
