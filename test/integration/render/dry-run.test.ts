@@ -48,7 +48,7 @@ async function acceptedByServer(objects: KubeObject[]): Promise<string[]> {
 describe('rendered objects against the real API server', () => {
   it.each([
     ['minimal', minimalDeployment, 3],
-    ['maximal', maximalDeployment, 19],
+    ['maximal', maximalDeployment, 20],
   ])('accepts every object of the %s golden render', async (_name, deployment, count) => {
     const objects = rendered(deployment);
     expect(await acceptedByServer(objects)).toHaveLength(count);
@@ -64,7 +64,7 @@ describe('rendered objects against the real API server', () => {
     // Every pod spec carries the platform's placement: the server takes each field as rendered.
     expect(podSpecs).toHaveLength(6);
     for (const spec of podSpecs) expect(spec).toHaveProperty('priorityClassName');
-    expect(await acceptedByServer(objects)).toHaveLength(19);
+    expect(await acceptedByServer(objects)).toHaveLength(20);
   });
 
   it('accepts the objects of random valid deployments', async () => {
