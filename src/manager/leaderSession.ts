@@ -16,6 +16,7 @@ import { DesiredState } from '../reconcile/desiredState.ts';
 import { EvidenceReader } from '../reconcile/evidenceReader.ts';
 import { InventoryStore } from '../reconcile/inventoryStore.ts';
 import { Poller } from '../reconcile/poller.ts';
+import { realQueueScheduler } from '../reconcile/queueScheduler.ts';
 import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
 import { Reconciler } from '../reconcile/reconciler.ts';
 import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
@@ -253,6 +254,7 @@ export class LeaderSession {
       onDropped: () => metrics.queueDropped.inc(),
       metrics: workQueueMetrics(metrics, CONTROLLER_NAME),
       keyLogger: (id) => deploymentLogger(log, { deploymentId: id }),
+      scheduler: realQueueScheduler,
     });
     const suspensions = new SuspensionFollower({
       kube,

@@ -4,8 +4,10 @@
 // is low, so that changes and repairs go ahead of thousands of keys queued at once; a workload's
 // status moving and a rollout's recheck are low too, so that while bulk work waits its moves gather
 // into one run and no outcome is written ahead of a deployment not yet applied.
-// It reports what client-go's workqueue reports, through the small interface it is given.
+// It reports what client-go's workqueue reports, through the small interface it is given, and runs
+// on the clock and timers its caller hands it.
 import type { Logger } from 'pino';
+import type { CancelTimer, QueueScheduler } from './queueScheduler.ts';
 
 /** client-go's workqueue MetricsProvider, reduced to what this queue reports. */
 export interface WorkQueueMetrics {
@@ -32,8 +34,8 @@ export interface WorkQueueOptions {
   readonly metrics?: WorkQueueMetrics;
   /** The logger for lines about one key (a child logger carrying the key's own fields). */
   readonly keyLogger?: (key: string) => Logger;
-  /** For tests: a monotonic clock in milliseconds. */
-  readonly now?: () => number;
+  /** The clock and timers it runs on: `realQueueScheduler` in the agent, one moved by hand in tests. */
+  readonly scheduler: QueueScheduler;
 }
 
 export type Worker = (key: string) => Promise<void>;
@@ -44,7 +46,7 @@ export type QueuePriority = 'normal' | 'low';
 const PRIORITIES: readonly QueuePriority[] = ['normal', 'low'];
 
 interface DelayedAdd {
-  readonly timer: NodeJS.Timeout;
+  readonly cancel: CancelTimer;
   readonly due: number;
 }
 
@@ -55,6 +57,7 @@ function delayedKey(key: string, priority: QueuePriority): string {
 
 export class WorkQueue {
   readonly #options: WorkQueueOptions;
+  readonly #scheduler: QueueScheduler;
   readonly #queue: string[] = [];
   /** Low-priority keys, in order; an entry whose key was since raised or taken is skipped. */
   readonly #background: string[] = [];
@@ -76,6 +79,7 @@ export class WorkQueue {
 
   constructor(options: WorkQueueOptions) {
     this.#options = options;
+    this.#scheduler = options.scheduler;
     options.metrics?.sampleProcessing(() => this.#processingSample());
   }
 
@@ -124,18 +128,17 @@ export class WorkQueue {
       return;
     }
     const timerKey = delayedKey(key, priority);
-    const due = Date.now() + delayMs;
+    const due = this.#now() + delayMs;
     const existing = this.#timers.get(timerKey);
     if (existing) {
       if (existing.due <= due) return;
-      clearTimeout(existing.timer);
+      existing.cancel();
     }
-    const timer = setTimeout(() => {
+    const cancel = this.#scheduler.after(delayMs, () => {
       this.#timers.delete(timerKey);
       this.add(key, priority);
-    }, delayMs);
-    timer.unref();
-    this.#timers.set(timerKey, { timer, due });
+    });
+    this.#timers.set(timerKey, { cancel, due });
   }
 
   /** Queues a key after its next exponential, jittered backoff. */
@@ -170,7 +173,7 @@ export class WorkQueue {
   /** Stops taking keys, drops delayed ones, and waits (at most `drainMs`) for in-flight work. */
   async shutDown(drainMs: number): Promise<boolean> {
     this.#shuttingDown = true;
-    for (const { timer } of this.#timers.values()) clearTimeout(timer);
+    for (const { cancel } of this.#timers.values()) cancel();
     this.#timers.clear();
     this.#queue.length = 0;
     this.#background.length = 0;
@@ -179,14 +182,15 @@ export class WorkQueue {
     this.#pendingSince.clear();
     this.#reportDepth();
     if (this.#processing.size === 0) return true;
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: CancelTimer | undefined;
     const drained = await Promise.race([
       new Promise<boolean>((resolve) => this.#idle.push(() => resolve(true))),
       new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), drainMs);
+        // Holds the process: the caller waits for the drain before it lets go of the Lease.
+        cancel = this.#scheduler.after(drainMs, () => resolve(false), true);
       }),
     ]);
-    clearTimeout(timer);
+    cancel?.();
     return drained;
   }
 
@@ -218,7 +222,7 @@ export class WorkQueue {
       const timerKey = delayedKey(key, priority);
       const delayed = this.#timers.get(timerKey);
       if (delayed === undefined) continue;
-      clearTimeout(delayed.timer);
+      delayed.cancel();
       this.#timers.delete(timerKey);
     }
   }
@@ -274,7 +278,7 @@ export class WorkQueue {
   }
 
   #now(): number {
-    return (this.#options.now ?? performance.now.bind(performance))();
+    return this.#scheduler.now();
   }
 
   #logFor(key: string): Logger {
@@ -312,7 +316,7 @@ export class WorkQueue {
   #pumpSoon(): void {
     if (this.#pumpScheduled) return;
     this.#pumpScheduled = true;
-    setImmediate(() => {
+    this.#scheduler.nextTurn(() => {
       this.#pumpScheduled = false;
       this.#pump();
     });

@@ -5,8 +5,7 @@ import { type ReconcileOutcome, TerminalError, WaitingError } from '../../../src
 import { reconcileWorker } from '../../../src/reconcile/reconcileWorker.ts';
 import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+import { ManualScheduler } from '../../support/manualScheduler.ts';
 
 /** Runs one reconcile of `d1` with the given outcome through a real queue; returns what followed. */
 async function settle(outcome: ReconcileOutcome | Error) {
@@ -21,7 +20,15 @@ async function settle(outcome: ReconcileOutcome | Error) {
       },
     }),
   );
-  const queue = new WorkQueue({ concurrency: 1, backoffBaseMs: 50, backoffMaxMs: 50, maxKeys: 10, logger });
+  const scheduler = new ManualScheduler();
+  const queue = new WorkQueue({
+    concurrency: 1,
+    backoffBaseMs: 50,
+    backoffMaxMs: 50,
+    maxKeys: 10,
+    logger,
+    scheduler,
+  });
   const calls: string[] = [];
   queue.start(
     reconcileWorker({
@@ -40,10 +47,10 @@ async function settle(outcome: ReconcileOutcome | Error) {
     }),
   );
   queue.add('d1');
-  await sleep(10);
+  await scheduler.settle();
   const failuresAfterFirst = queue.failures('d1');
   const runsAfterFirst = calls.length;
-  await sleep(120);
+  await scheduler.advance(120);
   await queue.shutDown(100);
   const text = [
     await metrics.registry.getSingleMetricAsString('controller_runtime_reconcile_total'),
@@ -151,7 +158,15 @@ describe('reconcile worker: where a requeue waits', () => {
   /** `first` runs once with `outcome`; three keys of a first listing are queued low behind it. */
   async function order(outcome: ReconcileOutcome): Promise<string[]> {
     const logger = pino({ level: 'silent' });
-    const queue = new WorkQueue({ concurrency: 1, backoffBaseMs: 50, backoffMaxMs: 50, maxKeys: 10, logger });
+    const scheduler = new ManualScheduler();
+    const queue = new WorkQueue({
+      concurrency: 1,
+      backoffBaseMs: 50,
+      backoffMaxMs: 50,
+      maxKeys: 10,
+      logger,
+      scheduler,
+    });
     const runs: string[] = [];
     queue.start(
       reconcileWorker({
@@ -163,7 +178,7 @@ describe('reconcile worker: where a requeue waits', () => {
               return outcome;
             }
             // Each bulk key takes a while, so that a requeue due meanwhile has to choose its place.
-            await sleep(15);
+            await new Promise<void>((resolve) => scheduler.after(15, resolve));
             return { result: 'done', detail: 'ok' };
           },
         },
@@ -174,7 +189,7 @@ describe('reconcile worker: where a requeue waits', () => {
       }),
     );
     queue.add('first');
-    await sleep(150);
+    await scheduler.advance(150);
     await queue.shutDown(100);
     return runs;
   }

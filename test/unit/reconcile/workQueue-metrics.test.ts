@@ -2,14 +2,14 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
 import { createMetrics, workQueueMetrics } from '../../../src/report/metrics.ts';
+import { ManualScheduler } from '../../support/manualScheduler.ts';
 
 const logger = pino({ level: 'silent' });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A queue on its own registry, with a clock the test moves. */
 function instrumented(options: { concurrency?: number; maxKeys?: number } = {}) {
   const metrics = createMetrics({ defaultMetrics: false });
-  const clock = { ms: 1_000 };
+  const clock = new ManualScheduler();
   const queue = new WorkQueue({
     concurrency: options.concurrency ?? 1,
     backoffBaseMs: 10,
@@ -17,7 +17,7 @@ function instrumented(options: { concurrency?: number; maxKeys?: number } = {}) 
     maxKeys: options.maxKeys ?? 100,
     logger,
     metrics: workQueueMetrics(metrics, 'deployment'),
-    now: () => clock.ms,
+    scheduler: clock,
   });
   const text = (name: string) => metrics.registry.getSingleMetricAsString(name);
   /** The value of the one series of `name` whose labels include `match` (a substring). */
@@ -62,7 +62,7 @@ describe('work queue metrics (client-go workqueue names)', () => {
   });
 
   it('counts adds once per pending key and reports the depth, including a key added again while it runs', async () => {
-    const { queue, value } = instrumented({ concurrency: 1 });
+    const { queue, value, clock } = instrumented({ concurrency: 1 });
     const { worker, release, held } = gate();
     queue.add('a');
     queue.add('a'); // already pending: not an add
@@ -77,15 +77,15 @@ describe('work queue metrics (client-go workqueue names)', () => {
     expect(await value('workqueue_adds_total')).toBe(3);
     expect(await value('workqueue_depth')).toBe(2);
     release('a');
-    await sleep(5);
+    await clock.settle();
     // b runs now; a waits behind it, not counted as a new add.
     expect(held.has('b')).toBe(true);
     expect(await value('workqueue_adds_total')).toBe(3);
     expect(await value('workqueue_depth')).toBe(1);
     release('b');
-    await sleep(5);
+    await clock.settle();
     release('a');
-    await sleep(5);
+    await clock.settle();
     expect(await value('workqueue_depth')).toBe(0);
   });
 
@@ -94,17 +94,17 @@ describe('work queue metrics (client-go workqueue names)', () => {
     const { worker, release } = gate();
     queue.start(worker);
     queue.add('stuck');
-    clock.ms += 10_000;
+    await clock.advance(10_000);
     queue.add('other');
-    clock.ms += 5_000;
+    await clock.advance(5_000);
     expect(await value('workqueue_longest_running_processor_seconds')).toBe(15);
     expect(await value('workqueue_unfinished_work_seconds')).toBe(20); // 15 + 5
-    clock.ms += 30_000;
+    await clock.advance(30_000);
     expect(await value('workqueue_longest_running_processor_seconds')).toBe(45);
     expect(await value('workqueue_unfinished_work_seconds')).toBe(80);
     release('other');
     release('stuck');
-    await sleep(5);
+    await clock.settle();
     expect(await value('workqueue_unfinished_work_seconds')).toBe(0);
     expect(await value('workqueue_longest_running_processor_seconds')).toBe(0);
     // Work durations observed: 45 s and 35 s land in the 100 s bucket, not the 10 s one.
@@ -120,9 +120,9 @@ describe('work queue metrics (client-go workqueue names)', () => {
     queue.start(worker);
     queue.add('first'); // taken at once: waited 0 s
     queue.add('second');
-    clock.ms += 2_500;
+    await clock.advance(2_500);
     release('first');
-    await sleep(5);
+    await clock.settle();
     expect(await value('workqueue_queue_duration_seconds_count')).toBe(2);
     expect(await value('workqueue_queue_duration_seconds_sum')).toBe(2.5);
     expect(await value('workqueue_queue_duration_seconds_bucket', 'le="1e-8"')).toBe(1);
