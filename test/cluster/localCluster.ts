@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Agent, fetch } from 'undici';
+import { eventually, GiveUp } from '../support/eventually.ts';
 import { type RealNode, RealNodeUnavailable, startRealNode } from './realNode.ts';
 
 const execFileAsync = promisify(execFile);
@@ -230,23 +231,25 @@ function field(value: unknown, ...path: string[]): unknown {
   return current;
 }
 
+/** Polls `check` until it holds (a check that throws is not up yet); a component gone ends it at once. */
 async function waitFor(
   what: string,
   timeoutMs: number,
   check: () => Promise<boolean>,
-  failFast?: () => void,
+  exitedComponent?: () => string | undefined,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    failFast?.();
-    try {
-      if (await check()) return;
-    } catch {
-      // Not up yet: keep polling until the deadline.
-    }
-    if (Date.now() > deadline)
-      throw new ClusterStartError(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
+  try {
+    await eventually(
+      what,
+      async () => {
+        const exited = exitedComponent?.();
+        if (exited !== undefined) throw new GiveUp(exited);
+        return (await check()) || undefined;
+      },
+      timeoutMs,
+    );
+  } catch (error) {
+    throw new ClusterStartError(error instanceof Error ? error.message : String(error), { cause: error });
   }
 }
 
@@ -443,12 +446,9 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
     reapers.push(reaper);
     log(`started ${name} (pid ${child.pid})`);
   };
-  const failIfExited = () => {
-    for (const component of components) {
-      if (component.process.exitCode !== null) {
-        throw new ClusterStartError(`${component.name} exited with code ${component.process.exitCode}`);
-      }
-    }
+  const exitedComponent = (): string | undefined => {
+    const exited = components.find((component) => component.process.exitCode !== null);
+    return exited && `${exited.name} exited with code ${exited.process.exitCode}`;
   };
 
   try {
@@ -466,7 +466,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       '--unsafe-no-fsync',
       '--quota-backend-bytes=4294967296',
     ]);
-    await waitFor('etcd', timeoutMs, async () => (await fetch(`${etcdUrl}/health`)).ok, failIfExited);
+    await waitFor('etcd', timeoutMs, async () => (await fetch(`${etcdUrl}/health`)).ok, exitedComponent);
 
     const server = `https://127.0.0.1:${apiserverPort}`;
     const apiserverArgs = [
@@ -506,7 +506,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       'kube-apiserver /readyz',
       timeoutMs,
       async () => (await admin.request('GET', '/readyz')).status === 200,
-      failIfExited,
+      exitedComponent,
     );
     const kubeconfigPath = await writeKubeconfig(pki, runDir, server);
 
@@ -577,7 +577,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           );
         });
       },
-      failIfExited,
+      exitedComponent,
     );
     await waitFor(
       'default ServiceAccount',
@@ -587,7 +587,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           (await admin.request('GET', '/api/v1/namespaces/default/serviceaccounts/default')).status === 200
         );
       },
-      failIfExited,
+      exitedComponent,
     );
     if (options.realNodeBinDir) {
       try {
@@ -600,7 +600,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
           api: admin,
           launch: (name, command, args) => launch(name, args, command),
           freePort,
-          waitFor: (what, check) => waitFor(what, timeoutMs, check, failIfExited),
+          waitFor: (what, check) => waitFor(what, timeoutMs, check, exitedComponent),
           log,
         });
       } catch (error) {

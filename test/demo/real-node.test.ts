@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REAL_NODE_LOCK_DIR, realNodeMissing } from '../cluster/realNode.ts';
+import { eventually, GiveUp } from '../support/eventually.ts';
 import { runInUserShell, userEnv } from '../support/userShell.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -25,15 +26,18 @@ describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
       else child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
     });
 
-  async function waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const match = output.match(pattern);
-      if (match) return match;
-      if (child?.exitCode !== null || Date.now() > deadline)
-        throw new Error(`no ${pattern} in the demo's output:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 500));
-    }
+  function waitFor(pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+    return eventually(
+      () => `${pattern} in the demo's output:\n${output}`,
+      () => {
+        const match = output.match(pattern);
+        if (match) return match;
+        if (child?.exitCode !== null) throw new GiveUp(`the demo exited before ${pattern}:\n${output}`);
+        return undefined;
+      },
+      timeoutMs,
+      500,
+    );
   }
 
   afterAll(async () => {
@@ -108,9 +112,12 @@ describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
     expect(await done).toBe(0);
     // The demo exits at once; the node's reaper (test/cluster/realNode.ts) sees it gone within a
     // second and takes away what the node added to the machine, then the lock.
-    const deadline = Date.now() + 60_000;
-    while (existsSync(REAL_NODE_LOCK_DIR) && Date.now() < deadline)
-      await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(
+      'the real node lock released',
+      () => (existsSync(REAL_NODE_LOCK_DIR) ? undefined : true),
+      60_000,
+      500,
+    );
     expect(existsSync(REAL_NODE_LOCK_DIR)).toBe(false);
   });
 });

@@ -49,29 +49,6 @@ export async function kubectl(
   return stdout;
 }
 
-/** Polls until `check` returns a value (not undefined) or the timeout passes. */
-export async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-  intervalMs = 250,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError: unknown;
-  for (;;) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`, { cause: lastError });
-    }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
-
 /** Runs kubectl with `input` on stdin; resolves with its output, rejects with its stderr. */
 export function kubectlWithInput(
   binDir: string,

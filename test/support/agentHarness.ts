@@ -12,8 +12,9 @@ import { Agent } from '../../src/manager/agent.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig, type RenderConfigInput } from '../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';
-import { type AdminKube, adminKube, createNamespace, eventually, uniqueNamespace } from './adminKube.ts';
+import { type AdminKube, adminKube, createNamespace, uniqueNamespace } from './adminKube.ts';
 import { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
+import { eventually } from './eventually.ts';
 
 /** Fast loops for tests: everything the defaults do, in seconds instead of minutes. */
 export const FAST_RECONCILE = {

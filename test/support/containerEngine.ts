@@ -7,6 +7,7 @@ import { request } from 'node:http';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { eventually, GiveUp } from './eventually.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../..', import.meta.url).pathname;
@@ -78,13 +79,21 @@ export async function startPodmanService(socketPath: string): Promise<PodmanServ
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
   });
-  const deadline = Date.now() + 30_000;
-  while (!(await ping(socketPath))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`podman system service did not answer on ${socketPath}: ${stderr.trim()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+  try {
+    await eventually(
+      `podman system service on ${socketPath}`,
+      async () => {
+        if (child.exitCode !== null) throw new GiveUp('podman system service exited');
+        return (await ping(socketPath)) || undefined;
+      },
+      30_000,
+      200,
+    );
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`podman system service did not answer on ${socketPath}: ${stderr.trim()}`, {
+      cause: error,
+    });
   }
   return {
     dockerHost: `unix://${socketPath}`,

@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { stringify } from 'yaml';
+import { eventually, GiveUp } from './eventually.ts';
 import { readRules } from './monitoringQueries.ts';
 
 const run = promisify(execFile);
@@ -97,18 +98,14 @@ export async function startPrometheus(options: {
   child.stderr?.on('data', (chunk: Buffer) => {
     log += chunk.toString();
   });
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const ready = await fetch(`${url}/-/ready`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ready) break;
-    if (child.exitCode !== null || Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`Prometheus did not become ready:\n${log}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
+  try {
+    await eventually('Prometheus ready', async () => {
+      if (child.exitCode !== null) throw new GiveUp('Prometheus exited');
+      return (await fetch(`${url}/-/ready`)).ok || undefined;
+    });
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`Prometheus did not become ready:\n${log}`, { cause: error });
   }
   return {
     url,

@@ -13,8 +13,9 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { type ManagedKind, resourceTypeOf } from '../../../src/kube/resources.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { gatewaySays } from '../../support/gatewayStatus.ts';
 
 const run = promisify(execFile);

@@ -14,7 +14,7 @@ import { loadDigestKey } from '../../../src/manager/digestKey.ts';
 import { previewListener } from '../../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import {
   app,
   startAgent,
@@ -23,6 +23,7 @@ import {
   waitForRevision,
   worldFlags,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { textSink } from '../../support/textSink.ts';
 
 let world: World;

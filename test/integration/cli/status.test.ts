@@ -10,7 +10,6 @@ import { runStatusCommand } from '../../../src/cli/status.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { DeploymentDetail, STATUS_TABLE_HEADER, StatusList } from '../../../src/report/statusView.ts';
-import { eventually } from '../../support/adminKube.ts';
 import {
   app,
   deploymentNamed,
@@ -20,6 +19,7 @@ import {
   waitForRevision,
   worldFlags,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { textSink } from '../../support/textSink.ts';
 
 const execFileAsync = promisify(execFile);

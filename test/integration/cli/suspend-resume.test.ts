@@ -9,7 +9,6 @@ import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../../src/kube/kubeClient.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { collectDeploymentDetail, collectStatusRows } from '../../../src/reconcile/statusCollector.ts';
-import { eventually } from '../../support/adminKube.ts';
 import {
   app,
   startAgent,
@@ -18,6 +17,7 @@ import {
   waitForRevision,
   worldFlags,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { textSink } from '../../support/textSink.ts';
 
 let world: World;

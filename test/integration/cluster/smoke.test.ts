@@ -1,5 +1,6 @@
 import { describe, expect, inject, it } from 'vitest';
-import { adminKube, createNamespace, eventually, kubectl, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, createNamespace, kubectl, uniqueNamespace } from '../../support/adminKube.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
 const binDir = inject('clusterBinDir');

@@ -9,9 +9,10 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { ApiKeySource } from '../../../src/controlplane/apiKey.ts';
 import { type RunningEmulator, startEmulator } from '../../../src/emulator/server.ts';
-import { adminKube, createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { ControlPlaneTestClient } from '../../support/controlPlaneTestClient.ts';
+import { eventually } from '../../support/eventually.ts';
 import { type MountedSecret, mountedSecret } from '../../support/mountedSecret.ts';
 
 const MAIN = new URL('../../../src/cli/main.ts', import.meta.url).pathname;

@@ -10,8 +10,8 @@ import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { DEV_ZERO_NOTE } from '../../../src/render/plan.ts';
 import { StatusList } from '../../../src/report/statusView.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { type FaultyControlPlane, startFaultyControlPlane } from '../../support/faultyControlPlane.ts';
 
 let world: World;

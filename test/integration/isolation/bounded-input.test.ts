@@ -8,9 +8,9 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { eventually } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { type AgentProcess, startAgentProcess } from '../../support/agentProcess.ts';
+import { eventually } from '../../support/eventually.ts';
 import { type FaultyControlPlane, startFaultyControlPlane } from '../../support/faultyControlPlane.ts';
 import { buildBundle, IMAGE_ENV } from '../../support/imageRuntime.ts';
 

@@ -22,7 +22,6 @@ import {
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
 import { inventoryName } from '../../../src/reconcile/inventoryStore.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, revisionStatus, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import {
   type AgentProcess,
@@ -31,6 +30,7 @@ import {
   startAgentProcess,
   writeAgentConfig,
 } from '../../support/agentProcess.ts';
+import { eventually } from '../../support/eventually.ts';
 
 /** A namespace the listener lists but the agent's own allow-list leaves out. */
 const OUTSIDE_ALLOW_LIST = 'kube-system';

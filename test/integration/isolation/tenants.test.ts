@@ -20,8 +20,8 @@ import {
 import { inventoryName } from '../../../src/reconcile/inventoryStore.ts';
 import { chooseTarget } from '../../../src/reconcile/target.ts';
 import { RenderConfig, renderDeployment } from '../../../src/render/index.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, revisionStatus, useAgentWorld, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 /** The platform's wildcard certificate, which every rendered Ingress serves. */
 const WILDCARD_TLS = 'platform-wildcard-tls';

@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vi
 import { z } from 'zod';
 import { KubeApiError, KubeClient } from '../../../src/kube/index.ts';
 import { adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const execFileAsync = promisify(execFile);
 const kubeconfigPath = inject('kubeconfigPath');
@@ -166,12 +167,16 @@ describe.skipIf(clusterKind !== 'local')('client certificates from an exec crede
     expect(await whoAmI(client)).toBe('l1-alice');
 
     // After the expiry the client must run the plugin again and present the new certificate.
-    const deadline = Date.now() + 30_000;
-    let seen = 'l1-alice';
-    while (seen === 'l1-alice' && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 500));
-      seen = await whoAmI(client);
-    }
+    const current = client;
+    const seen = await eventually(
+      'a user other than l1-alice',
+      async () => {
+        const user = await whoAmI(current);
+        return user === 'l1-alice' ? undefined : user;
+      },
+      30_000,
+      500,
+    );
     expect(seen).toBe('l1-bob');
     expect(await pluginRuns()).toBe(2);
     // And it stays on the new certificate.

@@ -10,7 +10,8 @@ import {
   KubeClient,
   type KubeObject,
 } from '../../../src/kube/index.ts';
-import { adminKube, createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');
 const admin = adminKube(kubeconfigPath);

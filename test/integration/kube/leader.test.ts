@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { KubeClient, LeaderElector } from '../../../src/kube/index.ts';
-import { adminKube, createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
+import { eventually } from '../../support/eventually.ts';
 import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
 import { proxiedKubeConfig, type TcpProxy } from '../../support/tcpProxy.ts';
 

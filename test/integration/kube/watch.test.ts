@@ -10,7 +10,8 @@ import {
   OwnedObjectWatcher,
 } from '../../../src/kube/index.ts';
 import { LABEL_LISTENER_ID } from '../../../src/objects/ownership.ts';
-import { adminKube, createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
+import { eventually } from '../../support/eventually.ts';
 import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
 import { proxiedKubeConfig, type TcpProxy } from '../../support/tcpProxy.ts';
 

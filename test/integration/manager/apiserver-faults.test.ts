@@ -11,8 +11,8 @@ import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../.
 import { OBSERVED_KINDS, watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { type LocalCluster, startLocalCluster } from '../../cluster/localCluster.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 let cluster: LocalCluster;
 let world: World;

@@ -5,9 +5,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse as parseYaml, stringify } from 'yaml';
-import { eventually } from '../../support/adminKube.ts';
 import { startWorld, type World } from '../../support/agentHarness.ts';
 import { type AgentProcess, startAgentProcess, writeAgentConfig } from '../../support/agentProcess.ts';
+import { eventually } from '../../support/eventually.ts';
 import { readSamples, sampleValue } from '../../support/metricSamples.ts';
 
 interface Kubeconfig {

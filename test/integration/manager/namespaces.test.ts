@@ -6,8 +6,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { AGENT_VERSION } from '../../../src/version.ts';
-import { createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 let world: World;
 let agent: Agent;

@@ -3,9 +3,9 @@
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { type AgentProcess, startAgentProcess, writeAgentConfig } from '../../support/agentProcess.ts';
+import { eventually } from '../../support/eventually.ts';
 
 let world: World;
 let configPath: string;

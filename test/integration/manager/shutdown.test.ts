@@ -14,8 +14,8 @@ import { Agent } from '../../../src/manager/agent.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { FAST_RECONCILE, startWorld } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { startFaultyControlPlane } from '../../support/faultyControlPlane.ts';
 
 const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));

@@ -16,7 +16,6 @@ import type {
 } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../../src/kube/index.ts';
 import { loadDigestKey } from '../../../src/manager/digestKey.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startWorld, type World } from '../../support/agentHarness.ts';
 import {
   type AgentProcess,
@@ -27,6 +26,7 @@ import {
   stateDifferences,
   writeAgentConfig,
 } from '../../support/agentProcess.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const DEPLOYMENTS = 50;
 const KILLS = 10;

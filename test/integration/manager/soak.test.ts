@@ -12,8 +12,8 @@ import { fetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../../src/objects/ownership.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE, revisionStatus, startWorld, type World } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { readSamples, type Sample } from '../../support/metricSamples.ts';
 
 const MAIN = new URL('../../../src/cli/main.ts', import.meta.url).pathname;

@@ -11,8 +11,8 @@ import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../../src/version.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { declaredFamilies, readSamples, type Sample, sampleValue } from '../../support/metricSamples.ts';
 import { promtool } from '../../support/prometheus.ts';
 

@@ -12,8 +12,8 @@ import { parse, stringify } from 'yaml';
 import { type RunningProbeServer, startProbeServer } from '../../../src/cli/probeServer.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { type FaultyControlPlane, startFaultyControlPlane } from '../../support/faultyControlPlane.ts';
 import { dashboardQueries } from '../../support/monitoringQueries.ts';
 import {

@@ -11,9 +11,10 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { exposeToPods, NODE_GATEWAY, type PodRelay } from '../../cluster/realNode.ts';
-import { createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import { app, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { buildImage, containerEnv } from '../../support/containerEngine.ts';
+import { eventually } from '../../support/eventually.ts';
 import {
   image,
   REAL_NODE_NAMESPACE_ANNOTATIONS,

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { startAgent, startWorld, type World } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { installLanggraphCli, langgraphShell, type Ran } from '../../support/langgraphCli.ts';
 import {
   image,

@@ -11,8 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../../src/manager/agent.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import { startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { installLanggraphCli, langgraphShell } from '../../support/langgraphCli.ts';
 import { databaseQuery, NODE_LANGGRAPH_JSON, serviceClient } from '../../support/langgraphServer.ts';
 import {

@@ -16,9 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { eventually } from '../../support/adminKube.ts';
 import { startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { type AgentProcess, startAgentProcess, writeAgentConfig } from '../../support/agentProcess.ts';
+import { eventually } from '../../support/eventually.ts';
 import { installLanggraphCli, langgraphShell } from '../../support/langgraphCli.ts';
 import { databaseQuery, NODE_LANGGRAPH_JSON, serviceClient } from '../../support/langgraphServer.ts';
 import {

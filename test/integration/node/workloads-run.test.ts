@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import {
   app,
   revisionStatus,
@@ -14,6 +14,7 @@ import {
   type World,
   waitForRevision,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import {
   httpGet,
   image,

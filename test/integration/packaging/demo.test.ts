@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventually } from '../../support/adminKube.ts';
+import { eventually, GiveUp } from '../../support/eventually.ts';
 import { runInUserShell, userEnv } from '../../support/userShell.ts';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
@@ -44,20 +44,18 @@ function startDemo(args: readonly string[]): RunningDemo {
   return { child, output: () => text, exited };
 }
 
-async function waitForOutput(
-  demo: RunningDemo,
-  pattern: RegExp,
-  timeoutMs: number,
-): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const match = demo.output().match(pattern);
-    if (match) return match;
-    if (demo.child.exitCode !== null || Date.now() > deadline) {
-      throw new Error(`no ${pattern} in the demo's output:\n${demo.output()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+function waitForOutput(demo: RunningDemo, pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  return eventually(
+    () => `${pattern} in the demo's output:\n${demo.output()}`,
+    () => {
+      const match = demo.output().match(pattern);
+      if (match) return match;
+      if (demo.child.exitCode !== null)
+        throw new GiveUp(`the demo exited before ${pattern}:\n${demo.output()}`);
+      return undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** After a failed assertion: SIGTERM (the demo cleans up after itself), SIGKILL if it lingers. */
@@ -213,7 +211,6 @@ describe('npm run demo on a terminal', () => {
     const redraw = new RegExp(`${ESC}\\[\\d+F${ESC}\\[J`, 'g');
     const lastFrame = () => text.split(redraw).at(-1) ?? '';
     try {
-      const deadline = Date.now() + 180_000;
       const settled = () =>
         VALID.every((name) =>
           new RegExp(`^${name} .* DEPLOYED `, 'm').test(lastFrame().replaceAll('\r', '')),
@@ -221,18 +218,20 @@ describe('npm run demo on a terminal', () => {
         /^broken-limits .* DEPLOY_FAILED .*cpu limit \(0\.25\) is below its request \(1\)/m.test(
           lastFrame().replaceAll('\r', ''),
         );
-      while (!settled()) {
-        if (child.exitCode !== null || Date.now() > deadline)
-          throw new Error(`the table did not settle:\n${text}`);
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
+      await eventually(
+        () => `the table to settle:\n${text}`,
+        () => {
+          if (settled()) return true;
+          if (child.exitCode !== null) throw new GiveUp(`the table did not settle:\n${text}`);
+          return undefined;
+        },
+        180_000,
+      );
       // And it keeps redrawing in place (once a second), never scrolling a new table below.
       const redraws = () => text.match(redraw)?.length ?? 0;
       const before = redraws();
       expect(before).toBeGreaterThan(0);
-      for (let i = 0; i < 40 && redraws() <= before; i++)
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      expect(redraws()).toBeGreaterThan(before);
+      await eventually('a redraw', () => (redraws() > before ? true : undefined), 10_000);
       expect(text).toContain('\x1b[?25l');
       // The agent logs JSON lines to its file, never into the table.
       expect(text).not.toContain('{"level"');

@@ -10,9 +10,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { Agent } from '../../../src/manager/agent.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { docBlock, shellCommands } from '../../support/docBlocks.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const ROOT = new URL('../../..', import.meta.url).pathname;
 

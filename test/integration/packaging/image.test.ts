@@ -17,7 +17,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { StartedTestContainer } from 'testcontainers';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, parseAllDocuments, stringify } from 'yaml';
-import { createNamespace, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import { app, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import {
   buildImage,
@@ -27,6 +27,7 @@ import {
   startPodmanService,
 } from '../../support/containerEngine.ts';
 import { docBlock, shellCommands } from '../../support/docBlocks.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../../..', import.meta.url).pathname;

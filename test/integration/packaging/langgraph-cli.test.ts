@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../../src/manager/agent.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { startAgent, startWorld, type World } from '../../support/agentHarness.ts';
 import { docBlock, shellCommands } from '../../support/docBlocks.ts';
+import { eventually } from '../../support/eventually.ts';
 import { installLanggraphCli, langgraphShell } from '../../support/langgraphCli.ts';
 
 const API_KEY = 'langgraph-cli-test-key';

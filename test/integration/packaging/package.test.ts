@@ -6,9 +6,9 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { eventually } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { docBlock, shellCommands } from '../../support/docBlocks.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const REPO = new URL('../../..', import.meta.url).pathname.replace(/\/$/, '');
 /** The project's pinned Node (the `node` devDependency), invoked explicitly: ≥ 22.19 as `engines` says. */

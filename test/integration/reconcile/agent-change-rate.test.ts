@@ -15,8 +15,8 @@ import { collectStatusRows } from '../../../src/reconcile/statusCollector.ts';
 import { RenderConfig, type RenderConfigInput } from '../../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../../src/report/metrics.ts';
 import { AGENT_CHANGE_WAITING, agentChangesWaiting } from '../../../src/report/statusView.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const N = 7;
 const RATE = 2;

@@ -9,8 +9,9 @@ import * as k8s from '@kubernetes/client-node';
 import { describe, expect, inject, it } from 'vitest';
 import type { ResourceSpec } from '../../../src/controlplane/schemas/index.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../../src/objects/ownership.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import { app, useAgentWorld, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const setup = useAgentWorld();
 

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment, DeploymentCreate } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { startAgent, startWorld, type World } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { readSamples, type Sample } from '../../support/metricSamples.ts';
 
 const N = 20;

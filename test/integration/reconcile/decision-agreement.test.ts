@@ -11,8 +11,8 @@ import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { previewListener } from '../../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE, type World } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { desire, soloReconciler, soloWorld } from '../../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });

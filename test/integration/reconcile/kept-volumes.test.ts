@@ -11,8 +11,8 @@ import { previewListener } from '../../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
 import { chooseTarget } from '../../../src/reconcile/target.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, FAST_RECONCILE } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { soloReconciler, soloWorld } from '../../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });

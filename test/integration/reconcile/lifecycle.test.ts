@@ -10,7 +10,6 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
-import { eventually } from '../../support/adminKube.ts';
 import {
   app,
   deploymentNamed,
@@ -20,6 +19,7 @@ import {
   type World,
   waitForRevision,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 let world: World;
 let agent: Agent;

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { parseStatusAnnotation } from '../../../src/report/statusAnnotation.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import {
   app,
   revisionStatus,
@@ -15,6 +15,7 @@ import {
   type World,
   waitForRevision,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const GRACE_MS = 2_000;
 

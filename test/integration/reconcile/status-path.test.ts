@@ -11,8 +11,8 @@ import type { KubeClient, LiveKubeObject } from '../../../src/kube/index.ts';
 import { LABEL_MANAGED_BY } from '../../../src/objects/ownership.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import type { AgentMetrics } from '../../../src/report/metrics.ts';
-import { eventually } from '../../support/adminKube.ts';
 import { app, type World } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { desire, passThrough, soloReconciler, soloWorld } from '../../support/soloReconciler.ts';
 
 const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });

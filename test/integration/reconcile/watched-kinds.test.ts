@@ -5,8 +5,9 @@
 // keeps the annotation and the status path's spec view covers it).
 import { describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
-import { eventually, kubectl } from '../../support/adminKube.ts';
+import { kubectl } from '../../support/adminKube.ts';
 import { app, useAgentWorld, waitForRevision } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 
 const TEN_MINUTES = 600_000;
 const AUTH_URL = 'nginx.ingress.kubernetes.io/auth-url';

@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient, type KubeObject } from '../../../src/kube/index.ts';
 import { RenderConfig, type RenderResult, renderDeployment } from '../../../src/render/index.ts';
-import { adminKube, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, uniqueNamespace } from '../../support/adminKube.ts';
+import { eventually } from '../../support/eventually.ts';
 import { listener, maximalDeployment, minimalDeployment } from '../../support/renderFixtures.ts';
 import { hostilePodSettings, validDeployment } from '../../support/specArbitraries.ts';
 

@@ -17,7 +17,7 @@ import { routePathPrefix } from '../../../src/render/routes.ts';
 import { Reason } from '../../../src/report/rolloutStatus.ts';
 import { parseStatusAnnotation } from '../../../src/report/statusAnnotation.ts';
 import { REQUIRED_CRDS } from '../../cluster/crds.ts';
-import { adminKube, eventually, uniqueNamespace } from '../../support/adminKube.ts';
+import { adminKube, uniqueNamespace } from '../../support/adminKube.ts';
 import {
   app,
   revisionStatus,
@@ -26,6 +26,7 @@ import {
   type World,
   waitForRevision,
 } from '../../support/agentHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { type GatewayWord, gatewaySays } from '../../support/gatewayStatus.ts';
 import { gatewayKedaConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
 import { validDeployment } from '../../support/specArbitraries.ts';

@@ -7,6 +7,7 @@ import { ControlPlaneClient } from '../../../src/controlplane/client.ts';
 import { ControlPlaneError } from '../../../src/controlplane/errors.ts';
 import { type RunningEmulator, startEmulator } from '../../../src/emulator/server.ts';
 import { SEED_LISTENER_ID, SEED_PATH } from '../../support/emulatorHarness.ts';
+import { eventually } from '../../support/eventually.ts';
 import { type MountedSecret, mountedSecret } from '../../support/mountedSecret.ts';
 
 const OLD_KEY = 'sk-old-0123456789abcdef';
@@ -95,12 +96,12 @@ describe('API key from a mounted Secret', () => {
     cleanup.push(() => source.close());
     expect(await source.current()).toBe(OLD_KEY);
     await mounted.update({ 'api-key': NEW_KEY });
-    const deadline = Date.now() + 5_000;
-    let seen = await source.current();
-    while (seen !== NEW_KEY && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      seen = await source.current();
-    }
+    const seen = await eventually(
+      'the new key',
+      async () => ((await source.current()) === NEW_KEY ? NEW_KEY : undefined),
+      5_000,
+      20,
+    );
     expect(seen).toBe(NEW_KEY);
   });
 

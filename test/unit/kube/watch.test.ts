@@ -12,6 +12,7 @@ import {
   OwnedObjectWatcher,
   type WatchSource,
 } from '../../../src/kube/index.ts';
+import { eventually } from '../../support/eventually.ts';
 import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
 import { FakeApiServer } from './fakeApiServer.ts';
 
@@ -58,11 +59,12 @@ function startWatcher(options: Partial<ConstructorParameters<typeof OwnedObjectW
 }
 
 async function until(what: string, check: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; events: ${events.join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(
+    () => `${what}; events: ${events.join(', ')}`,
+    () => check() || undefined,
+    timeoutMs,
+    10,
+  );
 }
 
 const watchRequests = () => fake.requests.filter((request) => request.query.get('watch') === 'true');
