@@ -23,7 +23,7 @@ import {
   ensureNodeBinaries,
   startLocalCluster,
 } from '../test/cluster/localCluster.ts';
-import { REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeMissing } from '../test/cluster/realNode.ts';
+import { REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeMissing } from '../test/cluster/realNodeLauncher.ts';
 import { adminKube, createNamespace, uniqueNamespace } from '../test/support/adminKube.ts';
 import { ControlPlaneTestClient } from '../test/support/controlPlaneTestClient.ts';
 import { cliEnv, installLanggraphCli, runCommand } from '../test/support/langgraphCli.ts';

@@ -1,7 +1,7 @@
 // `npm run demo`: the agent end to end on the embedded default. A local Kubernetes control plane,
 // the control-plane emulator seeded with a listener and three deployments plus one deliberately
 // invalid deployment, and the agent itself, with a live table of the rollouts. Where the machine
-// can run one (test/cluster/realNode.ts), a real node joins, and the deployments of the first
+// can run one (test/cluster/realNodeLauncher.ts), a real node joins, and the deployments of the first
 // namespace run there and answer; the rest run on kwok nodes, where nothing runs. Runs until Ctrl-C;
 // `--exit-when-converged` prints plain lines and exits 0 once every valid deployment is DEPLOYED
 // and the invalid one is reported DEPLOY_FAILED (1 on timeout).
@@ -33,7 +33,12 @@ import {
   ensureNodeBinaries,
   startLocalCluster,
 } from './localCluster.ts';
-import { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeMissing, realNodeRender } from './realNode.ts';
+import {
+  image,
+  REAL_NODE_NAMESPACE_ANNOTATIONS,
+  realNodeMissing,
+  realNodeRender,
+} from './realNodeLauncher.ts';
 
 const { values } = parseArgs({
   options: {

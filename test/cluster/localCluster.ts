@@ -1,6 +1,6 @@
 // Starts a real, local Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler) with kwok-managed fake Nodes and a tiny volume provisioner, all on 127.0.0.1;
-// optionally a real node (realNode.ts) where pods run.
+// optionally a real node (realNodeLauncher.ts) where pods run.
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, open, readFile, writeFile } from 'node:fs/promises';
@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Agent, fetch } from 'undici';
 import { eventually, GiveUp } from '../support/eventually.ts';
-import { type RealNode, RealNodeUnavailable, startRealNode } from './realNode.ts';
+import { type RealNode, RealNodeUnavailable, startRealNode } from './realNodeLauncher.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -36,7 +36,7 @@ export interface LocalClusterOptions {
    * sync benchmark at N = 3,000 raises it.
    */
   readonly controllerManagerQps?: number | undefined;
-  /** Also start a real node (test/cluster/realNode.ts) from the binaries of build-node.sh in this directory. */
+  /** Also start a real node (test/cluster/realNodeLauncher.ts) from the binaries of build-node.sh in this directory. */
   readonly realNodeBinDir?: string | undefined;
 }
 

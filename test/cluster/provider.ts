@@ -18,7 +18,7 @@ import {
 } from './clusterChoice.ts';
 import { ensureCrdFiles, installCrds } from './crds.ts';
 import { ensureClusterBinaries, ensureNodeBinaries, startLocalCluster } from './localCluster.ts';
-import { type NodeImages, realNodeMissing } from './realNode.ts';
+import { type NodeImages, realNodeMissing } from './realNodeLauncher.ts';
 
 export interface ProvidedCluster {
   readonly kind: ClusterChoice['kind'];

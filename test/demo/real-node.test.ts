@@ -6,7 +6,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REAL_NODE_LOCK_DIR, realNodeMissing } from '../cluster/realNode.ts';
+import { REAL_NODE_LOCK_DIR, realNodeMissing } from '../cluster/realNodeLauncher.ts';
 import { eventually, GiveUp } from '../support/eventually.ts';
 import { runInUserShell, userEnv } from '../support/userShell.ts';
 
@@ -110,7 +110,7 @@ describe.skipIf(missing !== undefined)('npm run demo on the real node', () => {
     const done = exited();
     child?.kill('SIGTERM');
     expect(await done).toBe(0);
-    // The demo exits at once; the node's reaper (test/cluster/realNode.ts) sees it gone within a
+    // The demo exits at once; the node's reaper (test/cluster/realNodeLauncher.ts) sees it gone within a
     // second and takes away what the node added to the machine, then the lock.
     await eventually(
       'the real node lock released',

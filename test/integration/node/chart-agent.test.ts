@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
-import { exposeToPods, NODE_GATEWAY, type PodRelay } from '../../cluster/realNode.ts';
+import { exposeToPods, NODE_GATEWAY, type PodRelay } from '../../cluster/realNodeLauncher.ts';
 import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import { app, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { buildImage, containerEnv } from '../../support/containerEngine.ts';
@@ -21,7 +21,7 @@ import {
   type RealNodeImages,
   realNodeFor,
   realNodeRender,
-} from '../../support/realNode.ts';
+} from '../../support/realNodeSuite.ts';
 
 const run = promisify(execFile);
 const CHART = new URL('../../../charts/k8s-listener', import.meta.url).pathname;

@@ -20,7 +20,7 @@ import {
   type RealNodeImages,
   realNodeFor,
   realNodeRender,
-} from '../../support/realNode.ts';
+} from '../../support/realNodeSuite.ts';
 
 const API_KEY = 'failure-evidence-test-key';
 const SECRET = 'tenant-secret-5d1e9c0b7a';

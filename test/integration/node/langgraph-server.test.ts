@@ -22,7 +22,7 @@ import {
   type RealNodeImages,
   realNodeFor,
   realNodeRender,
-} from '../../support/realNode.ts';
+} from '../../support/realNodeSuite.ts';
 
 const API_KEY = 'langgraph-server-test-key';
 const NAME = 'counter';

@@ -13,7 +13,7 @@ import {
   type RealNodeImages,
   realNodeFor,
   realNodeRender,
-} from '../../support/realNode.ts';
+} from '../../support/realNodeSuite.ts';
 
 const node = realNodeFor('node/network-fence');
 

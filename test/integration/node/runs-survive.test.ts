@@ -27,7 +27,7 @@ import {
   type RealNodeImages,
   realNodeFor,
   realNodeRender,
-} from '../../support/realNode.ts';
+} from '../../support/realNodeSuite.ts';
 
 const API_KEY = 'runs-survive-test-key';
 const NAME = 'runs';

@@ -2,7 +2,7 @@
 // and images), or the one line saying why there is none, printed once by the suite that skips.
 import { request } from 'node:http';
 import { inject } from 'vitest';
-import { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeRender } from '../cluster/realNode.ts';
+import { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeRender } from '../cluster/realNodeLauncher.ts';
 
 export { image, REAL_NODE_NAMESPACE_ANNOTATIONS, realNodeRender };
 
