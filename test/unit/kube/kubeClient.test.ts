@@ -3,8 +3,8 @@
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isGone, isInvalid, isTransient, KubeApiError, KubeClient } from '../../../src/kube/index.ts';
+import { FakeApiServer } from '../../support/fakeApiServer.ts';
 import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
-import { FakeApiServer } from './fakeApiServer.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeApiServer;

@@ -13,8 +13,8 @@ import {
   type WatchSource,
 } from '../../../src/kube/index.ts';
 import { eventually } from '../../support/eventually.ts';
+import { FakeApiServer } from '../../support/fakeApiServer.ts';
 import { kubeConfigConnection } from '../../support/kubeConfigConnection.ts';
-import { FakeApiServer } from './fakeApiServer.ts';
 
 const logger = pino({ level: 'silent' });
 let fake: FakeApiServer;
