@@ -13,12 +13,12 @@ async function file(content: string): Promise<string> {
 }
 
 describe('agent configuration', () => {
-  it('reads the file, lets the environment and flags override it, and fills the defaults', async () => {
-    const path = await file(
-      `listenerId: ${LISTENER}\ncontrolPlane:\n  baseUrl: http://file.example.test\nreconcile:\n  pollIntervalMs: 5000\nrender:\n  ingress:\n    className: nginx\n`,
-    );
-    const config = await loadAgentConfig({
-      file: path,
+  /** A file, the environment over it and a flag over both. */
+  const layered = async () =>
+    loadAgentConfig({
+      file: await file(
+        `listenerId: ${LISTENER}\ncontrolPlane:\n  baseUrl: http://file.example.test\nreconcile:\n  pollIntervalMs: 5000\nrender:\n  ingress:\n    className: nginx\n`,
+      ),
       env: {
         K8S_LISTENER_CONTROL_PLANE_URL: 'http://env.example.test',
         K8S_LISTENER_API_KEY: 'k',
@@ -27,17 +27,28 @@ describe('agent configuration', () => {
       },
       overrides: { 'probes.port': 9191, kubeconfig: undefined },
     });
-    expect(config.controlPlane).toMatchObject({
-      baseUrl: 'http://env.example.test',
-      apiKey: 'k',
-      timeoutMs: 10_000,
-    });
-    expect(config.namespaces).toEqual(['a', 'b']);
+
+  it('reads the file', async () => {
+    const config = await layered();
     expect(config.reconcile.pollIntervalMs).toBe(5_000);
-    expect(config.reconcile.prune.keepDatabaseVolumes).toBe(true);
     expect(config.render.ingress.className).toBe('nginx');
+  });
+
+  it('lets the environment override the file', async () => {
+    const config = await layered();
+    expect(config.controlPlane).toMatchObject({ baseUrl: 'http://env.example.test', apiKey: 'k' });
+    expect(config.namespaces).toEqual(['a', 'b']);
+  });
+
+  it('takes a key from the flags', async () => {
+    expect((await layered()).probes.port).toBe(9191);
+  });
+
+  it('fills the defaults', async () => {
+    const config = await layered();
+    expect(config.controlPlane.timeoutMs).toBe(10_000);
+    expect(config.reconcile.prune.keepDatabaseVolumes).toBe(true);
     expect(config.render.database.image).toBe('postgres:17-alpine');
-    expect(config.probes.port).toBe(9191);
   });
 
   // A deployment in the agent's namespace could run as its ServiceAccount (docs/design.md,

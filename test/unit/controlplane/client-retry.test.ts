@@ -167,12 +167,16 @@ describe('retries', () => {
     expect(seen).toHaveLength(2);
   });
 
-  it('computes full-jitter delays within the exponential ceiling and prefers Retry-After', () => {
-    const policy = { retries: 5, minDelayMs: 100, maxDelayMs: 1_000, maxElapsedMs: 10_000 };
+  const policy = { retries: 5, minDelayMs: 100, maxDelayMs: 1_000, maxElapsedMs: 10_000 };
+
+  it('computes full-jitter delays within the exponential ceiling', () => {
     expect(retryDelayMs(policy, 1, new Error('x'), () => 0.999)).toBe(99);
     expect(retryDelayMs(policy, 4, new Error('x'), () => 0.5)).toBe(400);
     expect(retryDelayMs(policy, 10, new Error('x'), () => 0.999)).toBe(999);
     expect(retryDelayMs(policy, 1, new Error('x'), () => 0)).toBe(0);
+  });
+
+  it('prefers Retry-After, up to the longest delay', () => {
     const limited = new ControlPlaneError('429', {
       code: 'HTTP',
       method: 'GET',
@@ -181,6 +185,9 @@ describe('retries', () => {
       retryAfterMs: 5_000,
     });
     expect(retryDelayMs(policy, 1, limited)).toBe(1_000);
+  });
+
+  it('reads Retry-After as seconds or as a date, and ignores anything else', () => {
     expect(parseRetryAfter('3')).toBe(3_000);
     expect(parseRetryAfter(new Date(Date.now() + 2_000).toUTCString(), Date.now())).toBeGreaterThan(900);
     expect(parseRetryAfter('soon')).toBeUndefined();

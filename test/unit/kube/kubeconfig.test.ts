@@ -554,15 +554,12 @@ describe('exec credential plugin', () => {
     };
   }
 
-  it('runs on first use, again once the credential expires, and when invalidated', async () => {
+  it('runs once for concurrent first calls, with the cluster arguments, env and ExecCredential', async () => {
     const p = await plugin();
     const connection = await load({ path: await kubeconfig('config', { user: execUser(p.command) }) });
     expect(await p.runs()).toBe(0);
-    await p.respond(1, { token: 'exec-1', expirationTimestamp: new Date(Date.now() + 1_000).toISOString() });
-    await p.respond(2, { token: 'exec-2' });
-    await p.respond(3, { token: 'exec-3' });
+    await p.respond(1, { token: 'exec-1' });
 
-    // Concurrent first calls share one run.
     const [first, again] = await Promise.all([connection.credentials(), connection.credentials()]);
     expect(first.headers).toEqual({ authorization: 'Bearer exec-1' });
     expect(again).toBe(first);
@@ -574,6 +571,14 @@ describe('exec credential plugin', () => {
       kind: 'ExecCredential',
       spec: { interactive: false },
     });
+  });
+
+  it('runs again once the credential expires, and keeps one without expiry', async () => {
+    const p = await plugin();
+    const connection = await load({ path: await kubeconfig('config', { user: execUser(p.command) }) });
+    await p.respond(1, { token: 'exec-1', expirationTimestamp: new Date(Date.now() + 1_000).toISOString() });
+    await p.respond(2, { token: 'exec-2' });
+    const first = await connection.credentials();
 
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     const second = await connection.credentials();
@@ -582,12 +587,21 @@ describe('exec credential plugin', () => {
     // No expiry: kept until the server refuses it.
     expect(await connection.credentials()).toBe(second);
     expect(await p.runs()).toBe(2);
+  });
+
+  it('runs again when the credential in use is invalidated, not when an older one is', async () => {
+    const p = await plugin();
+    const connection = await load({ path: await kubeconfig('config', { user: execUser(p.command) }) });
+    await p.respond(1, { token: 'exec-1' });
+    await p.respond(2, { token: 'exec-2' });
+    const first = await connection.credentials();
 
     connection.invalidate(first.generation);
+    const second = await connection.credentials();
+    expect(second.headers).toEqual({ authorization: 'Bearer exec-2' });
+    connection.invalidate(first.generation);
     expect(await connection.credentials()).toBe(second);
-    connection.invalidate(second.generation);
-    expect((await connection.credentials()).headers).toEqual({ authorization: 'Bearer exec-3' });
-    expect(await p.runs()).toBe(3);
+    expect(await p.runs()).toBe(2);
   });
 
   it('takes a client certificate from the plugin and signals when it changes', async () => {

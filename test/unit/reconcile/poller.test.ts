@@ -88,23 +88,29 @@ const presentImage = (id: string) => {
 };
 
 describe('Poller', () => {
-  it('takes an unchanged deployment as the last poll parsed it, and parses and reads a changed one', async () => {
+  it('queues every listed deployment at low priority on the first listing (bulk work)', async () => {
     expect(await poller.pollOnce()).toBe(true);
-    const first = [...enqueued].sort();
-    expect(first).toEqual(expect.arrayContaining(Object.values(SEED_DEPLOYMENTS)));
-    // The first listing is bulk work; what later polls find is a change.
+    expect(enqueued).toEqual(expect.arrayContaining(Object.values(SEED_DEPLOYMENTS)));
     expect(new Set(priorities)).toEqual(new Set(['low']));
-    const listed = client.parsed;
     expect(client.reused).toBe(0);
+  });
 
-    // Nothing changed: every item of the listing is taken again, unparsed, and nothing is woken.
+  it('takes an unchanged deployment as the last poll parsed it, and wakes nothing', async () => {
+    expect(await poller.pollOnce()).toBe(true);
+    const listed = client.parsed;
+    const first = enqueued.length;
     enqueued = [];
     expect(await poller.pollOnce()).toBe(true);
     expect(client.parsed).toBe(listed);
-    expect(client.reused).toBe(first.length);
+    expect(client.reused).toBe(first);
     expect(enqueued).toEqual([]);
+  });
 
-    // A new image (its update time moves): parsed, its revisions read, woken.
+  it('parses a changed deployment, reads its revisions and wakes it at normal priority', async () => {
+    expect(await poller.pollOnce()).toBe(true);
+    const listed = client.parsed;
+    enqueued = [];
+    // A new image (its update time moves).
     await harness.client.patchDeployment(SEED_DEPLOYMENTS.helloWeb, {
       source_revision_config: { image_uri: 'nginx:1.28' },
     });
