@@ -1,7 +1,8 @@
 // The README and docs/ against the code: generated reference tables are current, every command
 // block names the test that runs it (and that test reads the page and that block), the
 // configuration examples load with the agent's own loader, and the README's two set-up commands
-// and docs/development.md's commands are scripts of package.json and the ones CI runs.
+// and docs/development.md's commands are scripts of package.json and the ones CI runs; no paragraph
+// of docs/architecture.md runs past 200 words.
 import { access, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -353,5 +354,38 @@ describe('development commands (docs/development.md)', () => {
     const readmeTest = (await docBlocks('README.md')).filter(isShellBlock)[1]?.text ?? '';
     expect(shellCommands(readmeTest)[0]?.split('&&').map(plainCommand)).toEqual(['npm ci', 'npm test']);
     expect(parts).toContain('npm test');
+  });
+});
+
+/** The prose paragraphs of a page: list items apart, without code blocks, headings and tables. */
+function paragraphs(markdown: string): string[] {
+  const found: string[] = [];
+  let current: string[] = [];
+  const end = () => {
+    if (current.length > 0) found.push(current.join(' '));
+    current = [];
+  };
+  for (const line of markdown.replace(/^```[\s\S]*?^```/gm, '').split('\n')) {
+    if (line.trim() === '' || /^(#|\||<!--)/.test(line)) end();
+    else {
+      if (/^\s*([-*]|\d+\.) /.test(line)) end();
+      current.push(line.trim());
+    }
+  }
+  end();
+  return found;
+}
+
+describe('docs/architecture.md', () => {
+  it('has no paragraph over 200 words', async () => {
+    const long = paragraphs(await read('docs/architecture.md'))
+      .map((text) => ({ words: text.split(/\s+/).length, starts: text.slice(0, 60) }))
+      .filter(({ words }) => words > 200);
+    expect(long).toEqual([]);
+  });
+
+  it('counts a list item as a paragraph of its own', () => {
+    const text = `- ${'word '.repeat(150)}\n  more\n- ${'word '.repeat(150)}\n`;
+    expect(paragraphs(text).map((p) => p.split(/\s+/).length)).toEqual([152, 151]);
   });
 });
