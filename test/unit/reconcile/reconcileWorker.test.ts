@@ -1,11 +1,25 @@
 import { Writable } from 'node:stream';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { type ReconcileOutcome, TerminalError, WaitingError } from '../../../src/reconcile/outcome.ts';
 import { reconcileWorker } from '../../../src/reconcile/reconcileWorker.ts';
 import { WorkQueue } from '../../../src/reconcile/workQueue.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { ManualScheduler } from '../../support/manualScheduler.ts';
+
+/** A real queue of one worker, on a clock the test moves. */
+function queueOfOne(logger: Logger) {
+  const scheduler = new ManualScheduler();
+  const queue = new WorkQueue({
+    concurrency: 1,
+    backoffBaseMs: 50,
+    backoffMaxMs: 50,
+    maxKeys: 10,
+    logger,
+    scheduler,
+  });
+  return { queue, scheduler };
+}
 
 /** Runs one reconcile of `d1` with the given outcome through a real queue; returns what followed. */
 async function settle(outcome: ReconcileOutcome | Error) {
@@ -20,15 +34,7 @@ async function settle(outcome: ReconcileOutcome | Error) {
       },
     }),
   );
-  const scheduler = new ManualScheduler();
-  const queue = new WorkQueue({
-    concurrency: 1,
-    backoffBaseMs: 50,
-    backoffMaxMs: 50,
-    maxKeys: 10,
-    logger,
-    scheduler,
-  });
+  const { queue, scheduler } = queueOfOne(logger);
   const calls: string[] = [];
   queue.start(
     reconcileWorker({
@@ -158,15 +164,7 @@ describe('reconcile worker: where a requeue waits', () => {
   /** `first` runs once with `outcome`; three keys of a first listing are queued low behind it. */
   async function order(outcome: ReconcileOutcome): Promise<string[]> {
     const logger = pino({ level: 'silent' });
-    const scheduler = new ManualScheduler();
-    const queue = new WorkQueue({
-      concurrency: 1,
-      backoffBaseMs: 50,
-      backoffMaxMs: 50,
-      maxKeys: 10,
-      logger,
-      scheduler,
-    });
+    const { queue, scheduler } = queueOfOne(logger);
     const runs: string[] = [];
     queue.start(
       reconcileWorker({
