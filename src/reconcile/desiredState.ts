@@ -98,3 +98,14 @@ export function renderEntry(entry: PresentEntry, context: RenderContext, config:
 export function revisionOf(entry: PresentEntry): string | undefined {
   return entry.target.revision?.id ?? entry.deployment.latest_revision_id ?? undefined;
 }
+
+/** The revision a failure of this entry is reported on: its target's, or the invalid one's named. */
+export function failedRevisionOf(entry: DesiredEntry | undefined): string | undefined {
+  if (entry?.kind === 'present') return revisionOf(entry);
+  return entry?.kind === 'invalid' ? entry.revisionId : undefined;
+}
+
+/** Deleted in the control plane: gone from a complete listing, or listed AWAITING_DELETE. */
+export function isDeleted(entry: DesiredEntry): boolean {
+  return entry.kind === 'gone' || (entry.kind === 'present' && entry.deployment.status === 'AWAITING_DELETE');
+}

@@ -4,143 +4,45 @@
 // inventoryRecord, pruneStep, rolloutReport, finalize; the status path and the settled-attempt
 // memo too); this file is the flow. Nothing here depends on which event woke it.
 import type { Logger } from 'pino';
-import type { Listener } from '../controlplane/schemas/index.ts';
-import { type EventRecorder, type LiveKubeObject, refOf } from '../kube/index.ts';
-import type { ObjectCache } from '../kube/objectCache.ts';
-import type { RenderConfig, RenderedDeployment } from '../render/index.ts';
+import { type LiveKubeObject, refOf } from '../kube/index.ts';
+import type { RenderedDeployment } from '../render/index.ts';
 import { inputBoundsProblems } from '../render/inputBounds.ts';
-import { ownedAnnotations } from '../render/ownedAnnotations.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
-import { DeploymentReport } from '../report/deploymentReport.ts';
-import type { AgentMetrics } from '../report/metrics.ts';
 import { Reason } from '../report/rolloutStatus.ts';
-import type { StatusReporter } from '../report/statusReporter.ts';
-import type { AgentChangeGate, AgentChangeTurn } from './agentChangeGate.ts';
-import { AgentChangeStep } from './agentChangeStep.ts';
-import { Applier } from './applier.ts';
+import type { AgentChangeTurn } from './agentChangeGate.ts';
 import {
   type DesiredEntry,
-  type DesiredState,
+  failedRevisionOf,
+  isDeleted,
   type PresentEntry,
   renderEntry,
   revisionOf,
 } from './desiredState.ts';
-import type { EvidenceReader } from './evidenceReader.ts';
 import { finalizeDeployment } from './finalize.ts';
 import { entriesOf, entryId, type Inventory } from './inventory.ts';
 import { recordAhead } from './inventoryRecord.ts';
-import type { InventoryStore, PlacedInventory } from './inventoryStore.ts';
-import type { KubeReader, KubeWriter } from './kubeAccess.ts';
+import type { PlacedInventory } from './inventoryStore.ts';
 import { NameLocks } from './nameLocks.ts';
 import { classify, type ReconcileOutcome, TerminalError } from './outcome.ts';
-import { Pruner } from './pruner.ts';
-import { type PruneStepOptions, pruneStep } from './pruneStep.ts';
-import type { ReconcileConfig } from './reconcileConfig.ts';
-import { type JudgedReference, ReferenceGuard } from './referenceGuard.ts';
-import { undoRefused } from './referenceUndo.ts';
-import { RolloutReader } from './rolloutReader.ts';
-import { RolloutRechecks } from './rolloutRechecks.ts';
-import { RolloutReport } from './rolloutReport.ts';
+import { pruneStep } from './pruneStep.ts';
+import type { ReconcilerOptions } from './reconcilerOptions.ts';
+import { type ReconcileSteps, reconcileSteps } from './reconcileSteps.ts';
+import type { JudgedReference } from './referenceGuard.ts';
 import { hostLockKey, isRouteKind, routedHosts } from './routedHosts.ts';
 import { SettledAttempts } from './settledAttempts.ts';
-import { StatusPath } from './statusPath.ts';
-import type { ActiveSuspension } from './suspensions.ts';
-
-/** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
-export type ReconcilerKube = KubeReader & KubeWriter;
-
-export interface ReconcilerOptions {
-  readonly kube: ReconcilerKube;
-  readonly desired: DesiredState;
-  readonly inventories: InventoryStore;
-  readonly reporter: Pick<StatusReporter, 'record'>;
-  readonly events: Pick<EventRecorder, 'record'>;
-  readonly metrics: AgentMetrics;
-  readonly logger: Logger;
-  readonly renderConfig: RenderConfig;
-  readonly config: ReconcileConfig;
-  readonly listener: () => Listener;
-  readonly allowedNamespaces: readonly string[] | undefined;
-  /** The key of every digest render writes (manager/digestKey); undefined: plain digests. */
-  readonly digestKey?: Uint8Array | undefined;
-  /**
-   * The owned objects (and pods) as the watches see them: reads that hit need no request, and a
-   * deployment's claims and pods come from it once their watch has listed. Absent (`diff`,
-   * tests), every read is a request.
-   */
-  readonly cache?: Pick<ObjectCache, 'get' | 'written' | 'byLabel' | 'isSynced' | 'checked' | 'isSlim'>;
-  /** An operator's suspension in effect for a deployment (see suspensions.ts); absent: none. */
-  readonly suspension?: ((deploymentId: string) => ActiveSuspension | undefined) | undefined;
-  /**
-   * The agent-change rate (agentChangeGate.ts): a change of the agent's own render of a deployment
-   * (not of its revision) waits its turn. Absent: unlimited.
-   */
-  readonly agentChanges?: AgentChangeGate | undefined;
-  /** Reads the evidence of a failing deployment's pods for its report; absent: the status alone. */
-  readonly evidence?: EvidenceReader | undefined;
-}
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;
   readonly #log: Logger;
-  readonly #applier: Applier;
-  readonly #guard: ReferenceGuard;
-  readonly #pruner: Pruner;
-  readonly #prune: PruneStepOptions;
-  readonly #report: DeploymentReport;
-  readonly #rollouts: RolloutReport;
-  readonly #agentChanges: AgentChangeStep;
-  readonly #statusPath: StatusPath;
+  /** The steps' own modules (reconcileSteps.ts). */
+  readonly #s: ReconcileSteps;
   readonly #attempts = new SettledAttempts();
   readonly #names = new NameLocks();
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: 'reconciler' });
-    const { kube, cache, metrics, events, inventories, listener, config } = options;
-    this.#applier = new Applier({ kube, cache, metrics, events, inventories });
-    const read = (ref: Parameters<Applier['read']>[0], signal?: AbortSignal) =>
-      this.#applier.read(ref, signal);
-    const { allowedNamespaces } = options;
-    this.#guard = new ReferenceGuard({ read, kube, listener, allowedNamespaces });
-    this.#pruner = new Pruner({ kube, metrics, listener });
-    this.#prune = {
-      pruner: this.#pruner,
-      inventories,
-      cache,
-      prune: config.prune,
-      listener,
-      allowedNamespaces,
-    };
-    this.#report = new DeploymentReport({
-      reporter: options.reporter,
-      events,
-      metrics,
-      // Through the same reads and writes as every object, so the watch cache sees them.
-      objects: {
-        read,
-        mergePatch: async (ref, patch) => this.#applier.written(await kube.mergePatch(ref, patch)),
-      },
-    });
-    const { failureGraceMs, rolloutRecheckMs, rolloutRechecksPerSecond } = config;
-    this.#rollouts = new RolloutReport(
-      new RolloutReader({ kube, cache, listener, failureGraceMs, evidence: options.evidence }),
-      this.#report,
-      new RolloutRechecks(rolloutRecheckMs, rolloutRechecksPerSecond),
-    );
-    this.#agentChanges = new AgentChangeStep({
-      gate: options.agentChanges,
-      metrics,
-      events,
-      rollouts: this.#rollouts,
-    });
-    this.#statusPath = new StatusPath({
-      listener,
-      digestKey: options.digestKey,
-      ownedAnnotations: ownedAnnotations(options.renderConfig),
-      cached: cache && ((ref) => cache.get(ref)),
-      read,
-    });
+    this.#s = reconcileSteps(options);
   }
 
   /**
@@ -154,7 +56,7 @@ export class Reconciler {
   async reconcile(deploymentId: string, signal?: AbortSignal): Promise<ReconcileOutcome> {
     const outcome = await this.#reconcile(deploymentId, signal);
     // A rollout found in progress counted itself where it was found (RolloutReport.after).
-    if (outcome.result !== 'requeue') this.#rollouts.settled(deploymentId);
+    if (outcome.result !== 'requeue') this.#s.rollouts.settled(deploymentId);
     return outcome;
   }
 
@@ -165,11 +67,7 @@ export class Reconciler {
     const served = this.#attempts.served;
     try {
       const suspension = this.#o.suspension?.(deploymentId);
-      if (
-        !entry ||
-        entry.kind === 'gone' ||
-        (entry.kind === 'present' && entry.deployment.status === 'AWAITING_DELETE')
-      ) {
+      if (!entry || entry.kind === 'gone' || isDeleted(entry)) {
         // Deleted in the control plane while suspended: pruned after the resume (its entry stays).
         if (entry && suspension) return { result: 'done', detail: 'suspended' };
         if (entry) await this.#finalize(deploymentId, log, signal);
@@ -202,12 +100,12 @@ export class Reconciler {
     //    past a cap of render/inputBounds.ts is not digested whole (a 15 MiB annotation took
     //    0.1 s): render refuses it next, reading no more than the caps.
     const bounded = inputBoundsProblems(entry.deployment, entry.target.revision).length === 0;
-    const input = bounded ? this.#statusPath.inputDigest(entry, this.#attempts.served) : undefined;
+    const input = bounded ? this.#s.statusPath.inputDigest(entry, this.#attempts.served) : undefined;
     if (input !== undefined && !repairOnly) {
       const outcome = await this.#statusOnly(deploymentId, input, log, signal);
       if (outcome) return outcome;
     }
-    this.#statusPath.forget(deploymentId);
+    this.#s.statusPath.forget(deploymentId);
     this.#o.metrics.reconcilePaths.inc({ path: 'full' });
 
     // 1. Render: pure; a bad deployment fails alone, with every problem named.
@@ -215,7 +113,7 @@ export class Reconciler {
     const { namespace, objects, specHash, statusNotes } = rendered;
     const logIn = withDeploymentFields(log, { namespace });
     const revisionId = revisionOf(entry);
-    const inputHash = this.#statusPath.inputHash(entry);
+    const inputHash = this.#s.statusPath.inputHash(entry);
     const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId, inputHash };
 
     // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
@@ -224,30 +122,30 @@ export class Reconciler {
     if ('held' in applied) return applied.held;
     const { live, wrote, agentChange, references } = applied;
     if (agentChange?.admitted && wrote)
-      await this.#agentChanges.applied(deploymentId, namespace, agentChange, live);
+      await this.#s.agentChanges.applied(deploymentId, namespace, agentChange, live);
     if (repairOnly) return { result: 'done', detail: 'settled' };
 
     // 3. Prune what left the desired set, then record the new inventory alone.
-    await pruneStep(this.#prune, { namespace, previous, next, objects }, logIn, signal);
+    await pruneStep(this.#s.prune, { namespace, previous, next, objects }, logIn, signal);
 
     // 4. Status: the rollout, from the live objects and their pods, reported where it is read.
-    const status = await this.#rollouts.report(
+    const status = await this.#s.rollouts.report(
       { deploymentId, revisionId, namespace, objects, live, notes: statusNotes, justApplied: wrote },
       logIn,
       signal,
     );
     this.#attempts.settle(deploymentId, { fingerprint: entry.fingerprint, applied: true }, served);
-    this.#statusPath.remember(deploymentId, {
+    this.#s.statusPath.remember(deploymentId, {
       // Rendered, so within the caps: digested above.
-      input: input ?? this.#statusPath.inputDigest(entry, this.#attempts.served),
-      owned: this.#statusPath.ownedDigest(next.entries, live),
+      input: input ?? this.#s.statusPath.inputDigest(entry, this.#attempts.served),
+      owned: this.#s.statusPath.ownedDigest(next.entries, live),
       namespace,
       revisionId,
       entries: next.entries,
       notes: statusNotes,
       references,
     });
-    return this.#rollouts.after(deploymentId, status, 'ok');
+    return this.#s.rollouts.after(deploymentId, status, 'ok');
   }
 
   /**
@@ -280,36 +178,39 @@ export class Reconciler {
       signal,
     );
     try {
-      const steps = this.#applier.plan(objects, await this.#applier.readOwned(deploymentId, objects, signal));
+      const steps = this.#s.applier.plan(
+        objects,
+        await this.#s.applier.readOwned(deploymentId, objects, signal),
+      );
       // References are judged at every full reconcile, written or not: nothing is applied, nor
       // pruned, while a template names what the rule refuses (referenceGuard.ts).
-      const references = await this.#guard.checkReferences(deploymentId, objects, signal);
+      const references = await this.#s.guard.checkReferences(deploymentId, objects, signal);
       if (steps.some((step) => step.why !== undefined && isRouteKind(step.object.kind)))
-        await this.#guard.checkHosts(deploymentId, namespace, hosts, signal);
+        await this.#s.guard.checkHosts(deploymentId, namespace, hosts, signal);
       const recorded = previous.find((p) => p.namespace === namespace)?.inventory;
       // An agent change (the same input rendered anew by this agent) waits its turn, as it is.
-      const agentChange = this.#agentChanges.turn(recorded, next, steps);
+      const agentChange = this.#s.agentChanges.turn(recorded, next, steps);
       if (agentChange?.admitted === false) {
         const rollout = { deploymentId, revisionId: revisionOf(entry), namespace, objects };
-        return { held: await this.#agentChanges.held(rollout, steps, agentChange, log, signal) };
+        return { held: await this.#s.agentChanges.held(rollout, steps, agentChange, log, signal) };
       }
       // A first apply (no inventory, nothing live) dry-runs only its workloads but one (Applier.firstApply).
       const first = previous.length === 0 && steps.every((step) => step.before === undefined);
       if (!first)
-        await this.#applier.dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
+        await this.#s.applier.dryRunChange(steps, recorded?.specHash !== specHash, deploymentId, signal);
       // Suspended while this reconcile ran: nothing is written from here on (the next look reports).
       if (this.#o.suspension?.(deploymentId)) return { held: { result: 'requeue', afterMs: 0 } };
       await recordAhead(this.#o.inventories, namespace, previous, next, signal);
       const applied = first
-        ? await this.#applier.firstApply(steps, deploymentId, namespace, log, signal)
-        : await this.#applier.apply(steps, deploymentId, log, signal);
+        ? await this.#s.applier.firstApply(steps, deploymentId, namespace, log, signal)
+        : await this.#s.applier.apply(steps, deploymentId, log, signal);
       return { ...applied, agentChange, references };
     } catch (error) {
       // Refused objects — another's under a name the templates name, or under one this render
       // makes (its own Secret, deleted and made anew by another deployment): whatever of this
       // deployment runs on one, rendered now or recorded, is taken off it.
       const workloads = [...objects.map(refOf), ...previous.flatMap((p) => p.inventory.entries)];
-      throw await this.#undo(deploymentId, workloads, error, log, signal);
+      throw await this.#s.undo(deploymentId, workloads, error, log, signal);
     } finally {
       release();
     }
@@ -326,24 +227,24 @@ export class Reconciler {
     log: Logger,
     signal: AbortSignal | undefined,
   ): Promise<ReconcileOutcome | undefined> {
-    const converged = this.#statusPath.converged(deploymentId, input);
+    const converged = this.#s.statusPath.converged(deploymentId, input);
     if (!converged) return undefined;
     const { entries, namespace, revisionId, notes } = converged;
-    const live = await this.#applier.readLive(entries, signal);
-    const holds = await this.#statusPath
+    const live = await this.#s.applier.readLive(entries, signal);
+    const holds = await this.#s.statusPath
       .holds(deploymentId, converged, live, signal)
       .catch(async (error: unknown) =>
-        Promise.reject(await this.#undo(deploymentId, entries, error, log, signal)),
+        Promise.reject(await this.#s.undo(deploymentId, entries, error, log, signal)),
       );
     if (!holds) return undefined;
     this.#o.metrics.reconcilePaths.inc({ path: 'status' });
     const objects = [...live.values()];
-    const status = await this.#rollouts.report(
+    const status = await this.#s.rollouts.report(
       { deploymentId, revisionId, namespace, objects, live, notes, justApplied: false },
       withDeploymentFields(log, { namespace }),
       signal,
     );
-    return this.#rollouts.after(deploymentId, status, 'ok');
+    return this.#s.rollouts.after(deploymentId, status, 'ok');
   }
 
   /**
@@ -361,26 +262,13 @@ export class Reconciler {
     const { namespace, objects, statusNotes } = this.#render(entry);
     const recorded = this.#o.inventories.get(deploymentId).find((p) => p.namespace === namespace)?.inventory;
     if (recorded?.revisionId !== revisionId) return { result: 'done', detail: 'suspended' };
-    const live = await this.#applier.readLive(entriesOf(objects), signal);
-    const status = await this.#rollouts.report(
+    const live = await this.#s.applier.readLive(entriesOf(objects), signal);
+    const status = await this.#s.rollouts.report(
       { deploymentId, revisionId, namespace, objects, live, notes: statusNotes, justApplied: false },
       withDeploymentFields(log, { namespace }),
       signal,
     );
-    return this.#rollouts.after(deploymentId, status, 'suspended');
-  }
-
-  /** Takes the deployment's workloads off what a failure refused (referenceUndo.ts). */
-  #undo(
-    deploymentId: string,
-    workloads: Parameters<typeof undoRefused>[2],
-    error: unknown,
-    log: Logger,
-    signal: AbortSignal | undefined,
-  ): Promise<unknown> {
-    const { kube, events } = this.#o;
-    const listenerId = () => this.#o.listener().id;
-    return undoRefused({ kube, events, listenerId }, deploymentId, workloads, error, log, signal);
+    return this.#s.rollouts.after(deploymentId, status, 'suspended');
   }
 
   /** Every line about this deployment carries its id, and its revision and namespace once known. */
@@ -428,9 +316,7 @@ export class Reconciler {
     const { failure } = verdict;
     const waits = verdict.kind === 'waiting';
     log.warn({ reason: failure.reason, err: error }, waits ? 'deployment waiting' : 'deployment failed');
-    const revisionId =
-      entry?.kind === 'present' ? revisionOf(entry) : entry?.kind === 'invalid' ? entry.revisionId : undefined;
-    await this.#report.failed(deploymentId, revisionId, failure, log);
+    await this.#s.report.failed(deploymentId, failedRevisionOf(entry), failure, log);
     if (verdict.kind === 'waiting') {
       // Reported, yet retried: the namespace may be created (or finish terminating) later, a
       // referenced object made.
@@ -447,16 +333,16 @@ export class Reconciler {
     const keepVolumes = this.#o.config.prune.keepDatabaseVolumes;
     const { inventories } = this.#o;
     const namespaces = await finalizeDeployment(
-      { pruner: this.#pruner, inventories, keepVolumes },
+      { pruner: this.#s.pruner, inventories, keepVolumes },
       deploymentId,
       log,
       signal,
     );
     log.info({ namespaces }, 'deployment deleted');
-    this.#rollouts.forget(deploymentId);
+    this.#s.rollouts.forget(deploymentId);
     this.#o.desired.delete(deploymentId);
     this.#attempts.forget(deploymentId);
-    this.#statusPath.forget(deploymentId);
-    this.#agentChanges.forget(deploymentId);
+    this.#s.statusPath.forget(deploymentId);
+    this.#s.agentChanges.forget(deploymentId);
   }
 }
