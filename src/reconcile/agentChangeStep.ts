@@ -5,10 +5,9 @@
 // counted and told once by an Event.
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject } from '../kube/index.ts';
-import { WORKLOAD_KINDS } from '../objects/kinds.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { AGENT_CHANGE_WAITING } from '../report/statusView.ts';
-import { isAgentChange } from './agentChange.ts';
+import { restartsWorkloads } from './agentChange.ts';
 import type { AgentChangeGate, AgentChangeTurn } from './agentChangeGate.ts';
 import type { ApplyStep } from './applier.ts';
 import type { Inventory } from './inventory.ts';
@@ -41,14 +40,8 @@ export class AgentChangeStep {
     next: Inventory,
     steps: readonly ApplyStep[],
   ): AgentChangeTurn | undefined {
-    const workloads = steps.filter((step) => WORKLOAD_KINDS.has(step.object.kind));
-    const restarts =
-      isAgentChange(recorded, next) &&
-      workloads.length > 0 &&
-      workloads.every((step) => step.before !== undefined) &&
-      workloads.some((step) => step.why?.kind === 'spec-changed');
     const { gate } = this.#o;
-    if (!restarts) {
+    if (!restartsWorkloads(recorded, next, steps)) {
       this.forget(next.deploymentId);
       return undefined;
     }

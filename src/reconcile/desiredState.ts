@@ -47,6 +47,7 @@ export class DesiredState {
 }
 
 export type PresentEntry = Extract<DesiredEntry, { kind: 'present' }>;
+export type InvalidEntry = Extract<DesiredEntry, { kind: 'invalid' }>;
 
 /**
  * A listed deployment of this listener and its revision listing, as the agent takes it. A revision
@@ -58,7 +59,7 @@ export function resolveDesired(
   deployment: Deployment,
   revisions: Pick<CompleteListing<Revision>, 'items' | 'invalid'>,
   listed: { readonly failingRevision?: string | undefined; readonly listedDigest?: string | undefined } = {},
-): DesiredEntry {
+): PresentEntry | InvalidEntry {
   const unreadable = revisions.invalid[0];
   if (unreadable)
     return { kind: 'invalid', message: unreadable.error.message, revisionId: listed.failingRevision };

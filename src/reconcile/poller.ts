@@ -192,8 +192,8 @@ export class Poller {
       failingRevision: failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
       listedDigest,
     });
-    if (resolved.kind !== 'present') {
-      if (resolved.kind === 'invalid') this.#invalid(deployment.id, resolved.message, resolved.revisionId);
+    if (resolved.kind === 'invalid') {
+      this.#invalid(deployment.id, resolved.message, resolved.revisionId);
       return;
     }
     desired.set(deployment.id, resolved);
