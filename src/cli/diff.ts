@@ -6,6 +6,7 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import type { ChangeSetEntry } from '../kube/serverDiff.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
+import { readSuspensions, suspensionOf, suspensionsRef } from '../reconcile/suspensions.ts';
 import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { commandDigestKey, commandSetup } from './commandSetup.ts';
@@ -80,6 +81,8 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
   try {
     const kube = await setup.kube();
     const listener = await client.getListener(config.listenerId);
+    // As the agent reads them: a suspended deployment is shown suspended, not as changes run would make.
+    const suspensions = readSuspensions(await kube.get(suspensionsRef(config.agentNamespace)), listener.id);
     const preview = await previewListener(
       {
         kube,
@@ -95,6 +98,7 @@ async function diff(argv: readonly string[], io: DiffIo): Promise<number> {
         ),
         renderConfig: config.render,
         reconcileConfig: config.reconcile,
+        suspension: (id) => suspensionOf(suspensions, id),
       },
       positionals[0],
     );
@@ -147,6 +151,10 @@ export function diffText(preview: Preview): string {
       );
       continue;
     }
+    if (d.state === 'suspended') {
+      out.push(terminalLine(`# ${title(d)}: ${d.suspension}; run changes nothing until it is resumed`));
+      continue;
+    }
     all.push(...d.changes);
     const where =
       d.state === 'present'
@@ -155,6 +163,12 @@ export function diffText(preview: Preview): string {
           ? 'gone from the control plane'
           : 'AWAITING_DELETE';
     out.push(terminalLine(`# ${title(d)}, ${where}: ${describeCounts(countChanges(d.changes))}`));
+    if (d.state === 'present' && d.agentChange)
+      out.push(
+        terminalLine(
+          "#   the agent's own new render of the same revision: run applies it when its turn comes (reconcile.agentChangeRate)",
+        ),
+      );
     for (const change of d.changes) out.push(formatChange(change));
   }
   const total = countChanges(all);

@@ -6,9 +6,9 @@ import { parse as parseYaml } from 'yaml';
 import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { maskSecret } from '../kube/serverDiff.ts';
-import { chooseTarget } from '../reconcile/target.ts';
+import { renderEntry, resolveDesired } from '../reconcile/desiredState.ts';
 import { maskSecretDigests } from '../render/digestAnnotations.ts';
-import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
+import { RenderConfig, type RenderResult, renderFromJson } from '../render/index.ts';
 import { terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { createLogger } from './logger.ts';
 
@@ -116,12 +116,15 @@ async function renderRemote(
     if (invalid) throw invalid.error;
     const deployment = listing.items[0];
     if (!deployment) throw new Error(`deployment ${id} not found`);
-    // The agent's own choice of revision, not latest_revision_id: the preview shows what it applies.
-    const target = chooseTarget(deployment, (await client.listAllRevisions(id)).items);
-    const revision = target.revision;
+    // The agent's own desired state (desiredState.ts): its choice of revision, not
+    // latest_revision_id, and a revision it cannot read refused as the agent refuses it.
+    const entry = resolveDesired(deployment, await client.listAllRevisions(id));
+    if (entry.kind === 'invalid') throw new Error(entry.message);
     if (!deployment.source_config.listener_id) throw new Error(`deployment ${id} is not bound to a listener`);
     const listener = await client.getListener(deployment.source_config.listener_id);
-    const result = renderDeployment({ deployment, revision, listener, allowedNamespaces }, config);
+    const result = renderEntry(entry, { listener, allowedNamespaces }, config);
+    const { target } = entry;
+    const revision = target.revision;
     if (!result.ok || !target.settled || !revision) return result;
     const settled = `revision ${revision.id} is ${target.settled}: the agent does not roll it out on its own`;
     return { ok: true, value: { ...result.value, notes: [...result.value.notes, settled] } };

@@ -2,6 +2,7 @@
 // input differently) from one that comes from the control plane (a new revision, a patched
 // deployment), by the inventory of the last applied render. Pure.
 import type { Deployment, Revision } from '../controlplane/schemas/index.ts';
+import { WORKLOAD_KINDS } from '../objects/kinds.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import type { Inventory } from './inventory.ts';
 
@@ -43,5 +44,30 @@ export function isAgentChange(recorded: Inventory | undefined, next: Inventory):
     recorded.revisionId === next.revisionId &&
     recorded.specHash !== next.specHash &&
     (recorded.inputHash === undefined || recorded.inputHash === next.inputHash)
+  );
+}
+
+/** One object of a planned apply, as the agent-change test reads it (applier.ts ApplyStep). */
+export interface PlannedWrite {
+  readonly object: { readonly kind: string };
+  readonly before: unknown;
+  readonly why: { readonly kind: string } | undefined;
+}
+
+/**
+ * An agent change that would restart live workloads: every workload already there, and one whose
+ * spec changes. A first apply, a drift repair or a change of other objects alone is not held.
+ */
+export function restartsWorkloads(
+  recorded: Inventory | undefined,
+  next: Inventory,
+  planned: readonly PlannedWrite[],
+): boolean {
+  const workloads = planned.filter((step) => WORKLOAD_KINDS.has(step.object.kind));
+  return (
+    isAgentChange(recorded, next) &&
+    workloads.length > 0 &&
+    workloads.every((step) => step.before !== undefined) &&
+    workloads.some((step) => step.why?.kind === 'spec-changed')
   );
 }

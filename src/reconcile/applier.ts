@@ -30,7 +30,7 @@ import type { KubeObject } from '../render/index.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { Reason } from '../report/rolloutStatus.ts';
 import { driftPath } from './drift.ts';
-import { entryId, entryOf } from './inventory.ts';
+import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import type { InventoryStore } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { asTerminal, TerminalError, WaitingError } from './outcome.ts';
@@ -350,6 +350,20 @@ export class Applier {
   /** From the watch cache when it holds the object; a miss is no proof of absence, so it asks. */
   async read(ref: ObjectRef, signal?: AbortSignal): Promise<LiveKubeObject | undefined> {
     return this.#o.cache?.get(ref) ?? (await this.#o.kube.get(ref, { signal }));
+  }
+
+  /** The objects as live (the watch cache, else a read), keyed by entry; the absent left out. */
+  async readLive(
+    entries: readonly InventoryEntry[],
+    signal: AbortSignal | undefined,
+  ): Promise<Map<string, LiveKubeObject>> {
+    const reads = await Promise.all(entries.map((e) => this.read(e, signal)));
+    const live = new Map<string, LiveKubeObject>();
+    for (const [i, e] of entries.entries()) {
+      const found = reads[i];
+      if (found) live.set(entryId(e), found);
+    }
+    return live;
   }
 
   written(object: LiveKubeObject): LiveKubeObject {

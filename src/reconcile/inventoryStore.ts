@@ -2,7 +2,7 @@
 // so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
-import { findResourceType } from '../kube/resources.ts';
+import { findResourceType, type ObjectRef } from '../kube/resources.ts';
 import { configMapData } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
@@ -43,6 +43,11 @@ export interface RejectedInventory {
 
 export function inventoryName(deploymentId: string): string {
   return `k8s-listener-inv-${deploymentId}`;
+}
+
+/** The reference of a deployment's inventory ConfigMap in one namespace. */
+export function inventoryRef(deploymentId: string, namespace: string): ObjectRef & { namespace: string } {
+  return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
 }
 
 /** What the store asks of the Kubernetes client: listings to load, an apply and a delete to keep. */
@@ -144,10 +149,7 @@ export class InventoryStore {
   /** Deletes the inventory this store read or wrote (its uid), not one made since under its name. */
   async remove(deploymentId: string, namespace: string, signal?: AbortSignal): Promise<void> {
     const uid = this.get(deploymentId).find((p) => p.namespace === namespace)?.uid;
-    await this.#kube.delete(
-      { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
-      { signal, preconditionUid: uid },
-    );
+    await this.#kube.delete(inventoryRef(deploymentId, namespace), { signal, preconditionUid: uid });
     const rest = this.get(deploymentId).filter((p) => p.namespace !== namespace);
     if (rest.length === 0) this.#cache.delete(deploymentId);
     else this.#cache.set(deploymentId, rest);

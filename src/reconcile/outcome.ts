@@ -2,7 +2,13 @@
 // with backoff (transient), terminal (failed for good until the input changes) or aborted (cut
 // off by its signal). reconcileWorker is the one place that turns an outcome into queue actions
 // and metric labels.
-import { isTransient, KubeApiError, type ObjectRef } from '../kube/index.ts';
+import {
+  isAborted,
+  isNamespaceUnavailable,
+  isTransient,
+  KubeApiError,
+  type ObjectRef,
+} from '../kube/index.ts';
 import { Reason } from '../report/rolloutStatus.ts';
 
 /** Why a reconcile that needs nothing more was done (the `result` label of its duration). */
@@ -77,4 +83,28 @@ export function asTerminal(error: unknown): TerminalError | undefined {
   if (error instanceof KubeApiError && !isTransient(error))
     return new TerminalError(Reason.ApplyRejected, error.message, { cause: error });
   return undefined;
+}
+
+/** What a failed reconcile is, by its error: the one rule behind the outcome of every failure. */
+export type FailureClass =
+  /** Leadership lost or shutting down: not the deployment's failure; nothing said. */
+  | { readonly kind: 'aborted' }
+  /** Transient: the next attempt does the work again; nothing reported. */
+  | { readonly kind: 'transient' }
+  /** Reported as the deployment's, yet retried: what it waits for can come without any change of it. */
+  | { readonly kind: 'waiting'; readonly failure: WaitingError | TerminalError }
+  /** Reported; not retried until the input changes. */
+  | { readonly kind: 'terminal'; readonly failure: TerminalError };
+
+/**
+ * Classifies a reconcile's error. `aborted`: the reconcile's own signal fired (whatever failed
+ * then is not this deployment's failure, and the next leader reconciles it again). A namespace not
+ * there (or terminating) waits: it may be created later. Pure.
+ */
+export function classify(error: unknown, aborted: boolean): FailureClass {
+  if (aborted || isAborted(error)) return { kind: 'aborted' };
+  if (error instanceof WaitingError) return { kind: 'waiting', failure: error };
+  const failure = asTerminal(error);
+  if (!failure) return { kind: 'transient' };
+  return isNamespaceUnavailable(error) ? { kind: 'waiting', failure } : { kind: 'terminal', failure };
 }

@@ -8,14 +8,12 @@ import type { Deployment } from '../controlplane/schemas/index.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import type { SentStatus, StatusReporter } from '../report/statusReporter.ts';
-import type { DesiredEntry, DesiredState } from './desiredState.ts';
+import { type DesiredState, type PresentEntry, resolveDesired } from './desiredState.ts';
 import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
-import { chooseTarget, deploymentFingerprint } from './target.ts';
+import { deploymentFingerprint } from './target.ts';
 import type { QueuePriority } from './workQueue.ts';
-
-type PresentEntry = Extract<DesiredEntry, { kind: 'present' }>;
 
 export interface PollerOptions {
   readonly client: ControlPlaneClient;
@@ -188,23 +186,17 @@ export class Poller {
       }).warn({ err: error }, 'reading revisions failed; will try again next poll');
       return;
     }
-    // A revision it cannot read may be the newest: no target is chosen without it.
-    const unreadable = revisions.invalid[0];
-    if (unreadable) {
-      this.#invalid(
-        deployment.id,
-        unreadable.error.message,
-        failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
-      );
-      return;
-    }
-    desired.set(deployment.id, {
-      kind: 'present',
-      deployment,
-      target: chooseTarget(deployment, revisions.items),
-      fingerprint,
+    // The one rule of what a listed deployment comes to (desiredState.ts): `diff`, `status` and
+    // `render` resolve it alike. A revision it cannot read makes it invalid, never an older target.
+    const resolved = resolveDesired(deployment, revisions, {
+      failingRevision: failingRevision(deployment.id, deployment.latest_revision_id ?? undefined),
       listedDigest,
     });
+    if (resolved.kind === 'invalid') {
+      this.#invalid(deployment.id, resolved.message, resolved.revisionId);
+      return;
+    }
+    desired.set(deployment.id, resolved);
     this.#o.enqueue(deployment.id, priority);
   }
 

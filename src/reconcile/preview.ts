@@ -1,6 +1,8 @@
-// What `run` would change, changing nothing: the reconciler's own rules (target revision,
-// render, never adopt, inventory diff, the prune guard, deletion of what the control plane
-// deleted) with every write replaced by a dry run. Backs `k8s-listener diff`.
+// What `run` would change, changing nothing: the reconciler's own rules (the desired state of
+// desiredState.ts — target revision, an unreadable revision, render — suspensions, never adopt,
+// the reference and host checks, the agent-change rate, inventory diff, the prune guard, deletion
+// of what the control plane deleted) with every write replaced by a dry run. Backs
+// `k8s-listener diff`.
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment, Listener } from '../controlplane/schemas/index.ts';
 import { KubeApiError } from '../kube/errors.ts';
@@ -9,20 +11,25 @@ import { refOf } from '../kube/resources.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
 import { ANNOTATION_CREATE_ONLY, ANNOTATION_DEPLOYMENT_NAME } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
-import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
+import type { KubeObject, RenderConfig, RenderProblem } from '../render/index.ts';
+import { renderInputHash, restartsWorkloads } from './agentChange.ts';
 import { describeWrite, takenBy, whyWrite } from './applier.ts';
-import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
-import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { type PresentEntry, renderEntry, resolveDesired, revisionOf } from './desiredState.ts';
+import { entriesOf, type Inventory, type InventoryEntry, staleEntries } from './inventory.ts';
+import { InventoryStore, inventoryRef } from './inventoryStore.ts';
 import { keptVolumeCount, renderedVolumeNames } from './keptVolumes.ts';
 import { listenerItems } from './listenerItems.ts';
+import { TerminalError, WaitingError } from './outcome.ts';
 import { decideVanished } from './pruneGuard.ts';
 import { databaseVolumes, earlierVolumesPastKept, isPruned } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
-import { chooseTarget } from './target.ts';
+import { ReferenceGuard } from './referenceGuard.ts';
+import { isRouteKind, routedHosts } from './routedHosts.ts';
+import { type ActiveSuspension, describeSuspension } from './suspensions.ts';
 
 export interface PreviewOptions {
   readonly kube: KubeClient;
-  readonly client: ControlPlaneClient;
+  readonly client: Pick<ControlPlaneClient, 'listAllDeployments' | 'listAllRevisions'>;
   readonly listener: Listener;
   /** The namespaces the agent manages: the listener's, intersected with its allow-list. */
   readonly namespaces: readonly string[];
@@ -32,6 +39,8 @@ export interface PreviewOptions {
   readonly digestKey?: Uint8Array | undefined;
   readonly renderConfig: RenderConfig;
   readonly reconcileConfig: ReconcileConfig;
+  /** An operator's suspension in effect for a deployment, as the agent reads them; absent: none. */
+  readonly suspension?: ((deploymentId: string) => ActiveSuspension | undefined) | undefined;
   readonly signal?: AbortSignal | undefined;
 }
 
@@ -49,7 +58,14 @@ export type DeploymentPreview = PreviewBase &
         readonly namespace: string;
         readonly revisionId: string | undefined;
         readonly changes: readonly ChangeSetEntry[];
+        /**
+         * The change is the agent's own new render of the same revision, restarting workloads:
+         * `run` applies it when its turn comes at `reconcile.agentChangeRate`.
+         */
+        readonly agentChange: boolean;
       }
+    /** Suspended by an operator: `run` changes nothing of it until it is resumed. */
+    | { readonly state: 'suspended'; readonly suspension: string }
     /** AWAITING_DELETE, or gone from a complete listing: every object it has goes. */
     | {
         readonly state: 'deleted';
@@ -58,7 +74,10 @@ export type DeploymentPreview = PreviewBase &
       }
     /** `run` would report it failed and change nothing: an invalid spec, every problem named. */
     | { readonly state: 'invalid'; readonly problems: readonly RenderProblem[] }
-    /** `run` would fail it (an object it may not adopt, a request the API server refused). */
+    /**
+     * `run` would fail it, or hold it failed until what it waits for comes: an object it may not
+     * adopt, a reference or host the rules refuse, a request the API server refused.
+     */
     | { readonly state: 'failed'; readonly message: string }
   );
 
@@ -111,10 +130,19 @@ export async function previewListener(options: PreviewOptions, only?: string): P
   for (const deployment of [...mine].sort(byNameThenId)) {
     if (!wanted(deployment.id, deployment.name)) continue;
     signal?.throwIfAborted();
+    // As the reconciler: a suspended deployment is left as it is, even one deleted meanwhile.
+    const suspension = options.suspension?.(deployment.id);
     results.push(
-      deployment.status === 'AWAITING_DELETE'
-        ? await deletionPreview(options, inventories, deployment.id, deployment.name, 'AWAITING_DELETE')
-        : await presentPreview(options, inventories, deployment),
+      suspension
+        ? {
+            id: deployment.id,
+            name: deployment.name,
+            state: 'suspended',
+            suspension: describeSuspension(suspension),
+          }
+        : deployment.status === 'AWAITING_DELETE'
+          ? await deletionPreview(options, inventories, deployment.id, deployment.name, 'AWAITING_DELETE')
+          : await presentPreview(options, inventories, deployment),
     );
   }
   for (const item of invalid) {
@@ -129,7 +157,12 @@ export async function previewListener(options: PreviewOptions, only?: string): P
   }
   for (const id of vanished) {
     if (!wanted(id)) continue;
-    results.push(await deletionPreview(options, inventories, id, undefined, 'gone'));
+    const suspension = options.suspension?.(id);
+    results.push(
+      suspension
+        ? { id, name: undefined, state: 'suspended', suspension: describeSuspension(suspension) }
+        : await deletionPreview(options, inventories, id, undefined, 'gone'),
+    );
   }
   if (only !== undefined && results.length === 0) {
     const refused = known.has(only) && !listed.has(only);
@@ -138,7 +171,7 @@ export async function previewListener(options: PreviewOptions, only?: string): P
   return { deployments: results, warnings };
 }
 
-/** The reconciler's steps 1–4 for one deployment, dry: render, compare each object, prune. */
+/** The reconciler's steps for one deployment, dry: resolve, render, check, compare each object, prune. */
 async function presentPreview(
   options: PreviewOptions,
   inventories: InventoryStore,
@@ -146,44 +179,52 @@ async function presentPreview(
 ): Promise<DeploymentPreview> {
   const { kube, signal } = options;
   const base = { id: deployment.id, name: deployment.name };
-  const revisions = await options.client.listAllRevisions(deployment.id);
-  const target = chooseTarget(deployment, revisions.items);
-  const rendered = renderDeployment(
-    {
-      deployment,
-      revision: target.revision,
-      listener: options.listener,
-      allowedNamespaces: options.allowedNamespaces,
-      digestKey: options.digestKey,
-    },
-    options.renderConfig,
-  );
+  const entry = resolveDesired(deployment, await options.client.listAllRevisions(deployment.id));
+  // A revision it cannot read: `run` holds the deployment failed, choosing no older revision.
+  if (entry.kind === 'invalid')
+    return { ...base, state: 'invalid', problems: [{ path: '(revision)', message: entry.message }] };
+  const rendered = renderEntry(entry, options, options.renderConfig);
   if (!rendered.ok) return { ...base, state: 'invalid', problems: rendered.error.problems };
   const { namespace, objects, revisionId } = rendered.value;
   // Without the agent's key, render's digests are unkeyed: never sent, shown or compared (the live
   // ones stand in for them in the dry run, and both sides show a mask).
   const keyed = options.digestKey !== undefined;
   const changes: ChangeSetEntry[] = [];
+  const placed = inventories.get(deployment.id);
+  let agentChange = false;
   try {
+    const lives: (LiveKubeObject | undefined)[] = [];
     for (const object of objects) {
       const live = await kube.get(refOf(object), { signal });
       // Never adopt: `run` fails this deployment with the same reason.
       const taken = live && takenBy(object, live, deployment.id);
       if (taken) return { ...base, state: 'failed', message: taken.message };
+      lives.push(live);
+    }
+    // The reference and host rules, as `run` meets them before anything is written.
+    const guard = new ReferenceGuard({
+      read: (ref, signal) => kube.get(ref, { signal }),
+      kube,
+      listener: () => options.listener,
+      allowedNamespaces: options.allowedNamespaces,
+    });
+    await guard.checkReferences(deployment.id, objects, signal);
+    const whys = objects.map((object, i) => whyWrite(object, lives[i]));
+    if (objects.some((object, i) => whys[i] !== undefined && isRouteKind(object.kind)))
+      await guard.checkHosts(deployment.id, namespace, routedHosts(objects), signal);
+    agentChange = restartsAsAgentChange(options, entry, rendered.value, placed, lives, whys);
+    for (const [i, object] of objects.entries()) {
+      const live = lives[i];
+      const createOnly = isCreateOnly(object);
       const change = keyed
-        ? await dryRunDiff(kube, object, live, { force: true, createOnly: isCreateOnly(object), signal })
+        ? await dryRunDiff(kube, object, live, { force: true, createOnly, signal })
         : uncompared(
-            await dryRunDiff(kube, withLiveDigests(object, live), live, {
-              force: true,
-              createOnly: isCreateOnly(object),
-              signal,
-            }),
+            await dryRunDiff(kube, withLiveDigests(object, live), live, { force: true, createOnly, signal }),
           );
       // The applier's own verdict beside the server's: one model of a change, whichever prints it.
-      const why = whyWrite(object, live);
+      const why = whys[i];
       changes.push({ ...change, reason: why ? describeWrite(why) : 'as desired: run writes nothing' });
     }
-    const placed = inventories.get(deployment.id);
     const previous = placed.flatMap((p) => p.inventory.entries);
     const stale = staleEntries(previous, entriesOf(objects));
     for (const entry of stale) {
@@ -194,7 +235,7 @@ async function presentPreview(
     // An inventory left in a namespace the deployment moved away from goes too.
     for (const { namespace: other } of placed) {
       if (other === namespace) continue;
-      const record = await ownedLive(options, inventoryEntry(deployment.id, other), deployment.id, {
+      const record = await ownedLive(options, inventoryRef(deployment.id, other), deployment.id, {
         keepVolumes: true,
       });
       if (record) changes.push(pruneChange(record));
@@ -212,10 +253,39 @@ async function presentPreview(
       for (const volume of past) changes.push(...volume.objects.map(pruneChange));
     }
   } catch (error) {
-    if (error instanceof KubeApiError) return { ...base, state: 'failed', message: error.message };
+    if (error instanceof KubeApiError || error instanceof TerminalError || error instanceof WaitingError)
+      return { ...base, state: 'failed', message: error.message };
     throw error;
   }
-  return { ...base, state: 'present', namespace, revisionId, changes };
+  return { ...base, state: 'present', namespace, revisionId, changes, agentChange };
+}
+
+/** Whether `run` would hold this change at the agent-change rate (agentChangeStep.ts, same test). */
+function restartsAsAgentChange(
+  options: PreviewOptions,
+  entry: PresentEntry,
+  rendered: {
+    readonly namespace: string;
+    readonly objects: readonly KubeObject[];
+    readonly specHash: string;
+  },
+  placed: ReturnType<InventoryStore['get']>,
+  lives: readonly (LiveKubeObject | undefined)[],
+  whys: readonly ReturnType<typeof whyWrite>[],
+): boolean {
+  const recorded = placed.find((p) => p.namespace === rendered.namespace)?.inventory;
+  const next: Inventory = {
+    deploymentId: entry.deployment.id,
+    entries: entriesOf(rendered.objects),
+    specHash: rendered.specHash,
+    revisionId: revisionOf(entry),
+    inputHash: renderInputHash(entry.deployment, entry.target.revision, options.digestKey),
+  };
+  return restartsWorkloads(
+    recorded,
+    next,
+    rendered.objects.map((object, i) => ({ object, before: lives[i], why: whys[i] })),
+  );
 }
 
 /**
@@ -250,7 +320,7 @@ async function deletionPreview(
         );
         lives.push(...volumes.filter((volume) => !listed.has(volume.metadata.uid)));
       }
-      const record = await ownedLive(options, inventoryEntry(id, namespace), id, { keepVolumes });
+      const record = await ownedLive(options, inventoryRef(id, namespace), id, { keepVolumes });
       if (record) lives.push(record);
       for (const live of lives) {
         objectName ??= live.metadata.annotations[ANNOTATION_DEPLOYMENT_NAME];
@@ -286,10 +356,6 @@ function uncompared(change: ChangeSetEntry): ChangeSetEntry {
   const mask = (side: Record<string, unknown> | undefined) =>
     side === undefined ? undefined : maskDigests(side);
   return { ...change, before: mask(change.before), after: mask(change.after) };
-}
-
-function inventoryEntry(deploymentId: string, namespace: string): InventoryEntry {
-  return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
 }
 
 function byNameThenId(a: Deployment, b: Deployment): number {

@@ -7,10 +7,12 @@
 // entry stays, and a StatefulSet's claims stay with their data.
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
+import { POD_TEMPLATE_KINDS } from '../objects/kinds.ts';
 import { isPrunable } from '../objects/ownership.ts';
-import { podReferences } from '../render/references.ts';
+import { podReferences, REFERENCE_KINDS } from '../render/references.ts';
 import { entryId } from './inventory.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
+import { TerminalError, WaitingError } from './outcome.ts';
 
 export interface ReferenceUndoOptions {
   readonly kube: Pick<KubeReader, 'get'> & Pick<KubeWriter, 'delete'>;
@@ -63,4 +65,35 @@ export async function undoReferences(
 
 function describe(live: LiveKubeObject): string {
   return `${live.kind}/${live.metadata.name}`;
+}
+
+/**
+ * Takes the deployment's workloads (those with a pod template among `workloads`) off the objects
+ * a failure refused (its `refused`); the failure then says what was undone. Any other error is
+ * returned as it is.
+ */
+export async function undoRefused(
+  options: ReferenceUndoOptions,
+  deploymentId: string,
+  workloads: readonly ObjectRef[],
+  error: unknown,
+  log: Logger,
+  signal: AbortSignal | undefined,
+): Promise<unknown> {
+  if (!(error instanceof TerminalError || error instanceof WaitingError)) return error;
+  // Only what a pod can name runs a workload on it (a taken Service does not): no read otherwise.
+  const named = error.refused.filter((ref) => REFERENCE_KINDS.has(ref.kind));
+  if (named.length === 0) return error;
+  const templated = new Map(
+    workloads
+      .filter((ref) => POD_TEMPLATE_KINDS.has(ref.kind))
+      .map((ref) => [entryId({ ...ref, namespace: ref.namespace ?? '' }), ref]),
+  );
+  const undone = await undoReferences(options, deploymentId, [...templated.values()], named, log, signal);
+  if (undone.length === 0) return error;
+  const message = `${error.message}; ${undone.join('; ')}`;
+  const failure = { cause: error.cause, refused: error.refused };
+  return error instanceof WaitingError
+    ? new WaitingError(error.reason, error.deploymentId, message, failure)
+    : new TerminalError(error.reason, message, failure);
 }

@@ -7,7 +7,6 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
 import { fieldAt } from '../objects/fields.ts';
-import { WORKLOAD_KINDS } from '../objects/kinds.ts';
 import {
   ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
@@ -17,7 +16,7 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
-import { type KubeObject, RenderConfig, type RenderResult, renderDeployment } from '../render/index.ts';
+import { type KubeObject, RenderConfig, type RenderResult } from '../render/index.ts';
 import { parseStatusAnnotation, type StatusAnnotation } from '../report/statusAnnotation.ts';
 import {
   type DeploymentDetail,
@@ -29,7 +28,8 @@ import {
   withAgentChangeWaiting,
   withSuspension,
 } from '../report/statusView.ts';
-import { isAgentChange, renderInputHash } from './agentChange.ts';
+import { renderInputHash, restartsWorkloads } from './agentChange.ts';
+import { renderEntry, resolveDesired } from './desiredState.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import { InventoryStore, inventoryName } from './inventoryStore.ts';
@@ -37,7 +37,7 @@ import { listenerItems } from './listenerItems.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
 import { DEFAULT_FAILURE_GRACE_MS } from './reconcileConfig.ts';
 import { readSuspensions, suspensionOf, suspensionsRef } from './suspensions.ts';
-import { chooseTarget, type Target } from './target.ts';
+import type { Target } from './target.ts';
 
 export interface StatusSources {
   readonly controlPlane: ControlPlaneClient;
@@ -142,26 +142,18 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
   const listing = await controlPlane.listAllDeployments({ remote_reconciled: true });
   // Whose each listed item is, as the poller decides; what it has objects of is read below.
   const deployments = listenerItems(listing, listenerId, new Set()).mine;
-  // As the poller: a revision that cannot be read makes its deployment invalid, never an older target.
+  // As the poller (desiredState.ts): a revision that cannot be read makes its deployment invalid,
+  // never an older target; the others rendered as the agent renders them.
   const revisionListings = await mapLimit(deployments, REVISION_CONCURRENCY, (deployment) =>
     controlPlane.listAllRevisions(deployment.id),
   );
-  const targets = deployments.map((deployment, i) =>
-    chooseTarget(deployment, revisionListings[i]?.items ?? []),
+  const entries = deployments.map((deployment, i) =>
+    resolveDesired(deployment, revisionListings[i] ?? { items: [], invalid: [] }),
   );
-
-  // The desired objects, as the agent renders them.
-  const rendered = deployments.map((deployment, i) =>
-    renderDeployment(
-      {
-        deployment,
-        revision: targets[i]?.revision,
-        listener,
-        allowedNamespaces: sources.allowedNamespaces,
-        digestKey: sources.digestKey,
-      },
-      renderConfig,
-    ),
+  const targets = entries.map((entry) => (entry.kind === 'present' ? entry.target : undefined));
+  const context = { listener, allowedNamespaces: sources.allowedNamespaces, digestKey: sources.digestKey };
+  const rendered = entries.map((entry) =>
+    entry.kind === 'present' ? renderEntry(entry, context, renderConfig) : undefined,
   );
   // The cluster: inventories (with the status annotation), owned objects and claims per namespace.
   const namespaces = managedNamespaces(listener, sources.allowedNamespaces, sources.agentNamespace);
@@ -203,7 +195,7 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
         settled: target?.settled,
         deleting: deletingReason(deployment),
         invalid:
-          revisionListings[i]?.invalid[0]?.error.message ??
+          (entries[i]?.kind === 'invalid' ? entries[i].message : undefined) ??
           (result && !result.ok ? result.error.message : undefined),
         annotation: annotations.get(deployment.id),
         objects,
@@ -329,10 +321,11 @@ function waitsForAgentChange(
     revisionId,
     inputHash: renderInputHash(deployment, target?.revision, sources.digestKey),
   };
-  return (
-    isAgentChange(recorded, next) &&
-    objects.some((o) => o.desired && WORKLOAD_KINDS.has(o.ref.kind) && o.live !== undefined && !o.applied)
-  );
+  // The run's own test (agentChange.ts): a desired object not as applied is one the run would write.
+  const planned = objects
+    .filter((o) => o.desired)
+    .map((o) => ({ object: o.ref, before: o.live, why: o.applied ? undefined : { kind: 'spec-changed' } }));
+  return restartsWorkloads(recorded, next, planned);
 }
 
 type KindsByNamespace = Map<string, Map<string, { apiVersion: string; kind: string }>>;
@@ -340,7 +333,7 @@ type KindsByNamespace = Map<string, Map<string, { apiVersion: string; kind: stri
 /** Every kind, per namespace, that the rendered objects or the inventories hold, and claims. */
 function kindsToRead(
   namespaces: readonly string[],
-  rendered: readonly RenderResult[],
+  rendered: readonly (RenderResult | undefined)[],
   inventories: InventoryStore,
 ): KindsByNamespace {
   const kinds: KindsByNamespace = new Map();
@@ -351,7 +344,7 @@ function kindsToRead(
   };
   for (const namespace of namespaces) add(namespace, 'v1', 'PersistentVolumeClaim');
   for (const result of rendered) {
-    if (!result.ok) continue;
+    if (!result?.ok) continue;
     for (const object of result.value.objects) add(result.value.namespace, object.apiVersion, object.kind);
   }
   for (const id of inventories.deploymentIds())

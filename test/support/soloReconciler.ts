@@ -13,7 +13,8 @@ import { EventRecorder, KubeClient } from '../../src/kube/index.ts';
 import { DesiredState } from '../../src/reconcile/desiredState.ts';
 import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
 import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
-import { Reconciler, type ReconcilerKube } from '../../src/reconcile/reconciler.ts';
+import { Reconciler } from '../../src/reconcile/reconciler.ts';
+import type { ReconcilerKube, ReconcilerOptions } from '../../src/reconcile/reconcilerOptions.ts';
 import { chooseTarget } from '../../src/reconcile/target.ts';
 import { RenderConfig } from '../../src/render/index.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
@@ -75,6 +76,9 @@ export interface SoloReconcilerOptions {
   readonly renderConfig?: RenderConfig;
   /** Default: FAST_RECONCILE. */
   readonly config?: ReconcileConfig;
+  /** Passed to the reconciler as they are (ReconcilerOptions). */
+  readonly suspension?: ReconcilerOptions['suspension'];
+  readonly agentChanges?: ReconcilerOptions['agentChanges'];
 }
 
 /** A reconciler of its own, whose reports are kept in `sent`. */
@@ -90,10 +94,11 @@ export function soloReconciler(options: SoloReconcilerOptions) {
     metrics,
   });
   const desired = new DesiredState();
+  const inventories = new InventoryStore(client, listener.id);
   const reconciler = new Reconciler({
     kube: client,
     desired,
-    inventories: new InventoryStore(client, listener.id),
+    inventories,
     reporter,
     events: new EventRecorder({ client: kube, logger, identity: 'solo-reconciler-test' }),
     metrics,
@@ -102,8 +107,10 @@ export function soloReconciler(options: SoloReconcilerOptions) {
     config: options.config ?? ReconcileConfig.parse(FAST_RECONCILE),
     listener: () => listener,
     allowedNamespaces: undefined,
+    suspension: options.suspension,
+    agentChanges: options.agentChanges,
   });
-  return { reconciler, desired, reporter, sent, metrics };
+  return { reconciler, desired, reporter, sent, metrics, inventories };
 }
 
 /** The Kubernetes client, with each call counted by verb and `before` run ahead of it. */

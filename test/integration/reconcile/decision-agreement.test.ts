@@ -1,15 +1,20 @@
 // `diff` decides as `run` does. The same live objects go through the reconciler and through the
 // preview `diff` prints, and both must reach the same verdict: whose an object is before it is
-// written (never adopted from another owner, nor from another deployment of this listener), and
-// which recorded objects a deletion removes (only those still carrying the deployment's id, and a
-// database's volume and credentials only when volumes are not kept).
+// written (never adopted from another owner, nor from another deployment of this listener), which
+// recorded objects a deletion removes (only those still carrying the deployment's id, and a
+// database's volume and credentials only when volumes are not kept), a suspension, an unreadable
+// revision, a reference or host the rules refuse, and an agent change held at its rate.
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { SchemaValidationError } from '../../../src/controlplane/parse.ts';
 import type { Deployment, Listener } from '../../../src/controlplane/schemas/index.ts';
 import type { KubeClient } from '../../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { previewListener } from '../../../src/reconcile/preview.ts';
+import { AgentChangeGate } from '../../../src/reconcile/agentChangeGate.ts';
+import { Poller } from '../../../src/reconcile/poller.ts';
+import { type PreviewOptions, previewListener } from '../../../src/reconcile/preview.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import type { ActiveSuspension } from '../../../src/reconcile/suspensions.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { app, FAST_RECONCILE, type World } from '../../support/agentHarness.ts';
 import { eventually } from '../../support/eventually.ts';
@@ -25,7 +30,11 @@ beforeAll(() => {
   ({ world, kube, listener, namespace } = cluster);
 });
 
-const preview = (only: string, reconcileConfig = ReconcileConfig.parse(FAST_RECONCILE)) =>
+const preview = (
+  only: string,
+  reconcileConfig = ReconcileConfig.parse(FAST_RECONCILE),
+  more: Partial<PreviewOptions> = {},
+) =>
   previewListener(
     {
       kube,
@@ -35,9 +44,24 @@ const preview = (only: string, reconcileConfig = ReconcileConfig.parse(FAST_RECO
       allowedNamespaces: undefined,
       renderConfig: RenderConfig.parse({}),
       reconcileConfig,
+      ...more,
     },
     only,
   );
+
+/** The labelled objects of the namespace, by kind and name: what a verdict wrote. */
+const written = async (): Promise<string[]> =>
+  (
+    await Promise.all(
+      (['Deployment', 'Service', 'Secret', 'ConfigMap', 'Ingress'] as const).map((kind) =>
+        kube.list(kind, { namespace }),
+      ),
+    )
+  )
+    .flat()
+    .filter((o) => o.metadata.labels[LABEL_DEPLOYMENT_ID] !== undefined)
+    .map((o) => `${o.kind}/${o.metadata.name}`)
+    .sort();
 
 /** A deployment made in the control plane and handed to the reconciler as desired. */
 const present = (
@@ -139,4 +163,163 @@ describe('diff and run agree', () => {
       expect(removed).toContain(`StatefulSet/${name}-db`);
     },
   );
+
+  it('on a suspended deployment: run writes nothing, and diff shows it suspended, not as changes', async () => {
+    const held: ActiveSuspension = {
+      scope: 'deployment',
+      reason: 'incident 42',
+      by: 'ops',
+      at: '2026-11-27T00:00:00Z',
+    };
+    const suspension = (id: string) => (id === paused.id ? held : undefined);
+    const { reconciler, desired } = soloReconciler({ kube, listener, logger, suspension });
+    const paused = await present(desired, 'paused');
+    const before = await written();
+
+    const previewed = (await preview(paused.id, undefined, { suspension })).deployments[0];
+    expect(await reconciler.reconcile(paused.id)).toEqual({ result: 'done', detail: 'suspended' });
+    expect(await written()).toEqual(before);
+    expect(previewed).toMatchObject({
+      state: 'suspended',
+      suspension: expect.stringContaining('incident 42'),
+    });
+  });
+
+  it('on an unreadable revision: the poller holds the deployment invalid, and diff shows it invalid, with the same words', async () => {
+    const { reconciler, desired, reporter, metrics } = soloReconciler({ kube, listener, logger });
+    const unreadable = await world.client.createDeployment(
+      app(world, 'unreadable', namespace, {
+        source_config: {
+          listener_id: listener.id,
+          listener_config: { k8s_namespace: namespace },
+          resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
+        },
+      }),
+    );
+    // The control plane serves a revision of it the agent cannot read (a newer schema, a bad value).
+    const issue = { path: 'status', message: 'Invalid option: expected one of "QUEUED"|"DEPLOYED"' };
+    const client = {
+      listAllDeployments: world.client.listAllDeployments.bind(world.client),
+      listAllRevisions: async (...args: Parameters<typeof world.client.listAllRevisions>) => {
+        const listing = await world.client.listAllRevisions(...args);
+        if (args[0] !== unreadable.id) return listing;
+        const error = new SchemaValidationError('revision', '00000000-0000-4000-8000-0000000000aa', [issue]);
+        return { ...listing, invalid: [{ id: '00000000-0000-4000-8000-0000000000aa', error }] };
+      },
+    };
+    const poller = new Poller({
+      client: client as ConstructorParameters<typeof Poller>[0]['client'],
+      listenerId: listener.id,
+      desired,
+      knownIds: () => [],
+      enqueue: () => undefined,
+      reporter,
+      metrics,
+      logger,
+      config: ReconcileConfig.parse(FAST_RECONCILE),
+    });
+    expect(await poller.pollOnce()).toBe(true);
+    const held = desired.get(unreadable.id);
+    expect(held).toMatchObject({ kind: 'invalid' });
+    const message = held?.kind === 'invalid' ? held.message : '';
+    expect(message).toContain(issue.message);
+
+    const previewed = (await preview(unreadable.id, undefined, { client })).deployments[0];
+    expect(previewed).toMatchObject({ state: 'invalid', problems: [{ message }] });
+    // And run, given what the poller holds, fails it with those words and writes nothing.
+    const before = await written();
+    const outcome = await reconciler.reconcile(unreadable.id);
+    expect(outcome.result).toBe('terminal');
+    expect(outcome.result === 'terminal' ? outcome.error.message : '').toBe(message);
+    expect(await written()).toEqual(before);
+  });
+
+  it('on a reference the rules refuse: run writes nothing and fails it, and diff says it would fail, with the same words', async () => {
+    const { reconciler, desired } = soloReconciler({ kube, listener, logger });
+    const naming = await desire(
+      world.client,
+      desired,
+      app(world, 'naming-absent', namespace, {
+        source_config: {
+          listener_id: listener.id,
+          listener_config: { k8s_namespace: namespace },
+          resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
+        },
+        secret_references: [{ name: 'TOKEN', secret_name: 'not-made-yet', secret_key: 'token' }],
+      }),
+    );
+    const before = await written();
+    const previewed = (await preview(naming.id)).deployments[0];
+    const outcome = await reconciler.reconcile(naming.id);
+    const error =
+      outcome.result === 'retry' || outcome.result === 'terminal' ? (outcome.error as Error) : undefined;
+    expect(error?.message).toContain('not-made-yet');
+    expect(await written()).toEqual(before);
+    expect(previewed).toMatchObject({ state: 'failed', message: error?.message });
+  });
+
+  it('on a host another route serves: run refuses it, and diff says it would fail, with the same words', async () => {
+    const renderConfig = RenderConfig.parse({
+      ingress: { className: 'nginx', allowedHostSuffixes: ['agree.example.test'] },
+    });
+    const { reconciler, desired } = soloReconciler({ kube, listener, logger, renderConfig });
+    const routed = (name: string) =>
+      desire(
+        world.client,
+        desired,
+        app(world, name, namespace, {
+          source_config: {
+            listener_id: listener.id,
+            listener_config: { k8s_namespace: namespace },
+            custom_url: 'https://one.agree.example.test/',
+            resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
+          },
+        }),
+      );
+    const first = await routed('host-first');
+    expect((await reconciler.reconcile(first.id)).result).not.toBe('terminal');
+    const second = await routed('host-second');
+    const previewed = (await preview(second.id, undefined, { renderConfig })).deployments[0];
+    const outcome = await reconciler.reconcile(second.id);
+    const error = outcome.result === 'retry' ? (outcome.error as { reason?: string; message?: string }) : {};
+    expect(error.reason).toBe('HostTaken');
+    expect(previewed).toMatchObject({ state: 'failed', message: error.message });
+  });
+
+  it("on an agent change held at its rate: run writes nothing yet, and diff marks the change as the agent's", async () => {
+    const { reconciler, desired } = soloReconciler({ kube, listener, logger });
+    const steady = await present(desired, 'agent-change');
+    expect((await reconciler.reconcile(steady.id)).result).not.toBe('terminal');
+    // The agent's new render of the same revision: another grace period in every pod template.
+    const renderConfig = RenderConfig.parse({ app: { terminationGracePeriodSeconds: 45 } });
+    const gate = new AgentChangeGate({ rate: 1 });
+    expect(gate.ask('someone-else').admitted).toBe(true);
+    // A new agent: it starts from the inventories in the cluster.
+    const next = soloReconciler({ kube, listener, logger, renderConfig, agentChanges: gate });
+    await next.inventories.load([namespace]);
+    next.desired.set(steady.id, desired.get(steady.id) ?? { kind: 'gone' });
+    const before = await kube.get({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      namespace,
+      name: 'agent-change',
+    });
+
+    const previewed = (await preview(steady.id, undefined, { renderConfig })).deployments[0];
+    const outcome = await next.reconciler.reconcile(steady.id);
+    // Held: looked at again when its turn comes, not at a rollout's recheck.
+    expect(outcome).toMatchObject({ result: 'requeue' });
+    expect(outcome.result === 'requeue' && outcome.background).not.toBe(true);
+    const after = await kube.get({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      namespace,
+      name: 'agent-change',
+    });
+    expect(after?.metadata.generation).toBe(before?.metadata.generation);
+    expect(previewed).toMatchObject({ state: 'present', agentChange: true });
+    const changed =
+      previewed?.state === 'present' ? previewed.changes.filter((c) => c.action === 'configure') : [];
+    expect(changed.map((c) => c.ref.kind)).toContain('Deployment');
+  });
 });

@@ -8,7 +8,7 @@ import type { Deployment, Listener, StatusReportBatch } from '../../../src/contr
 import { KubeApiError, KubeClient } from '../../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import type { ReconcileOutcome } from '../../../src/reconcile/outcome.ts';
-import type { ReconcilerKube } from '../../../src/reconcile/reconciler.ts';
+import type { ReconcilerKube } from '../../../src/reconcile/reconcilerOptions.ts';
 import { chooseTarget, type Target } from '../../../src/reconcile/target.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';

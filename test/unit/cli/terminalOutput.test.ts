@@ -209,6 +209,7 @@ describe('diff prints a tenant’s strings escaped', () => {
         id: idOf(i),
         name: `web${h}`,
         state: 'present',
+        agentChange: false,
         namespace: `apps${h}`,
         revisionId: `rev${h}`,
         changes: entries(objects[i] ?? []),

@@ -81,6 +81,7 @@ describe('diff command output and exit status', () => {
     id: 'id-1',
     name: 'web',
     state: 'present' as const,
+    agentChange: false,
     namespace: 'ns',
     revisionId: 'rev-1',
     changes,
