@@ -4,14 +4,7 @@
 // sends each write as a server-side apply or a create-only create.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import {
-  type EventRecorder,
-  isConflict,
-  isNamespaceUnavailable,
-  type LiveKubeObject,
-  type ObjectRef,
-  refOf,
-} from '../kube/index.ts';
+import { type EventRecorder, isConflict, type LiveKubeObject, type ObjectRef, refOf } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { withoutBody } from '../objects/body.ts';
 import { secretData } from '../objects/fields.ts';
@@ -28,12 +21,12 @@ import {
 } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
-import { Reason } from '../report/rolloutStatus.ts';
+import { ReconcileReason } from '../report/reconcileReason.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import type { InventoryStore } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
-import { asTerminal, TerminalError, WaitingError } from './outcome.ts';
+import { asTerminal, namespaceWaiting, TerminalError, WaitingError } from './outcome.ts';
 
 /** Why an object is written: missing, our render of it changed, or a field of ours was edited (its path). */
 export type WriteReason =
@@ -122,11 +115,11 @@ export class Applier {
       refused.push(namespacedRef(object));
     }
     if (taken.length > 0)
-      throw new TerminalError(Reason.ApplyRejected, [...taken, ...kept].join('; '), { refused });
+      throw new TerminalError(ReconcileReason.ApplyRejected, [...taken, ...kept].join('; '), { refused });
     // Waited on like the volume's claims (ReferenceGuard): the platform team decides.
     if (kept.length > 0)
       throw new WaitingError(
-        Reason.ClaimTaken,
+        ReconcileReason.ClaimTaken,
         deploymentId,
         `${kept.join('; ')}; nothing is applied until then`,
         { refused },
@@ -231,8 +224,7 @@ export class Applier {
       await Promise.all(tested.map((step) => this.#send(step, deploymentId, true, signal)));
       await this.#writeSteps(workloads, deploymentId, live, made, signal);
     } catch (error) {
-      if (asTerminal(error) && !isNamespaceUnavailable(error) && !signal?.aborted)
-        await this.#undo(made, deploymentId, namespace, log, signal);
+      if (asTerminal(error) && !signal?.aborted) await this.#undo(made, deploymentId, namespace, log, signal);
       throw error;
     }
     return { live, wrote };
@@ -307,7 +299,7 @@ export class Applier {
         why: step.why,
       };
     } catch (error) {
-      if (!step.unread || !isConflict(error)) throw error;
+      if (!step.unread || !isConflict(error)) throw namespaceWaiting(error, deploymentId);
     }
     const found = await this.#o.kube.get(refOf(object), { signal });
     // Made and removed by someone else while we created it: not a verdict, so tried again.
@@ -317,12 +309,12 @@ export class Applier {
     const refused = [namespacedRef(object)];
     if (taken?.handOver)
       throw new WaitingError(
-        Reason.ClaimTaken,
+        ReconcileReason.ClaimTaken,
         deploymentId,
         `${taken.message}; nothing is applied until then`,
         { refused },
       );
-    if (taken) throw new TerminalError(Reason.ApplyRejected, taken.message, { refused });
+    if (taken) throw new TerminalError(ReconcileReason.ApplyRejected, taken.message, { refused });
     const why = whyWrite(object, found, this.#slim);
     if (why === undefined) return { live: found, before: found, why };
     return { live: await this.#request(object, false, dryRun, signal), before: found, why };

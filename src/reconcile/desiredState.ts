@@ -110,3 +110,19 @@ export function failedRevisionOf(entry: DesiredEntry | undefined): string | unde
 export function isDeleted(entry: DesiredEntry): boolean {
   return entry.kind === 'gone' || (entry.kind === 'present' && entry.deployment.status === 'AWAITING_DELETE');
 }
+
+/**
+ * What a log line about this deployment says beside its id: its revision and namespace when it is
+ * present; else the namespace its objects are in, when they are in one.
+ */
+export function logFieldsOf(
+  entry: DesiredEntry | undefined,
+  placed: readonly string[],
+): { revisionId?: string | undefined; namespace?: string | undefined } {
+  if (entry?.kind === 'present')
+    return {
+      revisionId: revisionOf(entry),
+      namespace: entry.deployment.source_config.listener_config?.k8s_namespace ?? undefined,
+    };
+  return placed.length === 1 ? { namespace: placed[0] } : {};
+}

@@ -4,7 +4,7 @@
 // does not serve (no Gateway API CRDs) has no holders; one it serves but the agent may not list
 // fails closed: no host is judged free on a listing that could not be read.
 import { isForbidden, isNotFound, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
-import { Reason } from '../report/rolloutStatus.ts';
+import { ReconcileReason } from '../report/reconcileReason.ts';
 import type { KubeReader } from './kubeAccess.ts';
 import { WaitingError } from './outcome.ts';
 import { ROUTE_KINDS, type RouteKind } from './routedHosts.ts';
@@ -43,7 +43,7 @@ async function routesOf(
     if (error instanceof KubeUnsupportedKindError || isNotFound(error)) return [];
     if (isForbidden(error))
       throw new WaitingError(
-        Reason.HostsUnreadable,
+        ReconcileReason.HostsUnreadable,
         deploymentId,
         `source_config.custom_url: the agent may not list ${kind} objects in namespace ${namespace}, ` +
           'so whether another route serves the host cannot be told: grant it list on them there; ' +

@@ -5,6 +5,7 @@
 import type { Inventory, InventoryEntry } from './inventory.ts';
 import { entryId, sameInventory } from './inventory.ts';
 import type { InventoryStore, PlacedInventory } from './inventoryStore.ts';
+import { namespaceWaiting } from './outcome.ts';
 
 /** Records the union of the recorded and the new entries before any apply. */
 export async function recordAhead(
@@ -24,7 +25,7 @@ export async function recordAhead(
   // third of a cold sync's writes otherwise). Else the old spec hash stays until the new
   // inventory is recorded whole, after the prune.
   const first = previous.length === 0;
-  await store.write(
+  const written = store.write(
     namespace,
     first
       ? next
@@ -36,6 +37,8 @@ export async function recordAhead(
         },
     signal,
   );
+  // The first write into a namespace: where one not there shows first.
+  await written.catch((error: unknown) => Promise.reject(namespaceWaiting(error, next.deploymentId)));
 }
 
 /** After the prune: the records elsewhere removed, the new inventory recorded alone (when it differs). */

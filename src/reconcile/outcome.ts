@@ -9,7 +9,7 @@ import {
   KubeApiError,
   type ObjectRef,
 } from '../kube/index.ts';
-import { Reason } from '../report/rolloutStatus.ts';
+import { ReconcileReason } from '../report/reconcileReason.ts';
 
 /** Why a reconcile that needs nothing more was done (the `result` label of its duration). */
 export type DoneDetail = 'ok' | 'deleted' | 'settled' | 'suspended';
@@ -45,10 +45,10 @@ export interface FailureOptions {
 export class TerminalError extends Error {
   override readonly name = 'TerminalError';
   readonly code = 'TERMINAL';
-  readonly reason: Reason;
+  readonly reason: ReconcileReason;
   readonly refused: readonly (ObjectRef & { readonly namespace: string })[];
 
-  constructor(reason: Reason, message: string, options?: FailureOptions) {
+  constructor(reason: ReconcileReason, message: string, options?: FailureOptions) {
     super(message, options);
     this.reason = reason;
     this.refused = options?.refused ?? [];
@@ -62,11 +62,11 @@ export class TerminalError extends Error {
 export class WaitingError extends Error {
   override readonly name = 'WaitingError';
   readonly code = 'WAITING';
-  readonly reason: Reason;
+  readonly reason: ReconcileReason;
   readonly deploymentId: string;
   readonly refused: readonly (ObjectRef & { readonly namespace: string })[];
 
-  constructor(reason: Reason, deploymentId: string, message: string, options?: FailureOptions) {
+  constructor(reason: ReconcileReason, deploymentId: string, message: string, options?: FailureOptions) {
     super(message, options);
     this.reason = reason;
     this.deploymentId = deploymentId;
@@ -81,7 +81,7 @@ export class WaitingError extends Error {
 export function asTerminal(error: unknown): TerminalError | undefined {
   if (error instanceof TerminalError) return error;
   if (error instanceof KubeApiError && !isTransient(error))
-    return new TerminalError(Reason.ApplyRejected, error.message, { cause: error });
+    return new TerminalError(ReconcileReason.ApplyRejected, error.message, { cause: error });
   return undefined;
 }
 
@@ -98,13 +98,29 @@ export type FailureClass =
 
 /**
  * Classifies a reconcile's error. `aborted`: the reconcile's own signal fired (whatever failed
- * then is not this deployment's failure, and the next leader reconciles it again). A namespace not
- * there (or terminating) waits: it may be created later. Pure.
+ * then is not this deployment's failure, and the next leader reconciles it again). A WaitingError
+ * waits (raised where it arises: a namespace not there, a reference not made yet); the API
+ * server's refusals are terminal; anything else is transient. Pure.
  */
 export function classify(error: unknown, aborted: boolean): FailureClass {
   if (aborted || isAborted(error)) return { kind: 'aborted' };
   if (error instanceof WaitingError) return { kind: 'waiting', failure: error };
   const failure = asTerminal(error);
-  if (!failure) return { kind: 'transient' };
-  return isNamespaceUnavailable(error) ? { kind: 'waiting', failure } : { kind: 'terminal', failure };
+  return failure ? { kind: 'terminal', failure } : { kind: 'transient' };
+}
+
+/**
+ * A write refused because its namespace is not there, or is terminating, waits: it may be created
+ * (or finish terminating) later, with no change of the deployment. Raised where the write is made
+ * (the applier, the inventory record), by the Status, not its text. Any other error as it is.
+ */
+export function namespaceWaiting(error: unknown, deploymentId: string): unknown {
+  if (!(error instanceof KubeApiError) || !isNamespaceUnavailable(error)) return error;
+  const where = error.namespace ?? 'its namespace';
+  return new WaitingError(
+    ReconcileReason.NamespaceMissing,
+    deploymentId,
+    `namespace ${where} does not exist or is terminating: nothing is applied there until it exists (${error.message})`,
+    { cause: error },
+  );
 }

@@ -8,12 +8,13 @@ import { type LiveKubeObject, refOf } from '../kube/index.ts';
 import type { RenderedDeployment } from '../render/index.ts';
 import { inputBoundsProblems } from '../render/inputBounds.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
-import { Reason } from '../report/rolloutStatus.ts';
+import { ReconcileReason } from '../report/reconcileReason.ts';
 import type { AgentChangeTurn } from './agentChangeGate.ts';
 import {
   type DesiredEntry,
   failedRevisionOf,
   isDeleted,
+  logFieldsOf,
   type PresentEntry,
   renderEntry,
   revisionOf,
@@ -30,6 +31,7 @@ import { type ReconcileSteps, reconcileSteps } from './reconcileSteps.ts';
 import type { JudgedReference } from './referenceGuard.ts';
 import { hostLockKey, isRouteKind, routedHosts } from './routedHosts.ts';
 import { SettledAttempts } from './settledAttempts.ts';
+import { WaitingSince } from './waitingSince.ts';
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;
@@ -37,12 +39,14 @@ export class Reconciler {
   /** The steps' own modules (reconcileSteps.ts). */
   readonly #s: ReconcileSteps;
   readonly #attempts = new SettledAttempts();
+  readonly #waits: WaitingSince;
   readonly #names = new NameLocks();
 
   constructor(options: ReconcilerOptions) {
     this.#o = options;
     this.#log = options.logger.child({ component: 'reconciler' });
     this.#s = reconcileSteps(options);
+    this.#waits = new WaitingSince(options.config.failureGraceMs, options.now);
   }
 
   /**
@@ -57,6 +61,7 @@ export class Reconciler {
     const outcome = await this.#reconcile(deploymentId, signal);
     // A rollout found in progress counted itself where it was found (RolloutReport.after).
     if (outcome.result !== 'requeue') this.#s.rollouts.settled(deploymentId);
+    if (outcome.result !== 'retry' && outcome.result !== 'aborted') this.#waits.forget(deploymentId);
     return outcome;
   }
 
@@ -75,7 +80,7 @@ export class Reconciler {
       }
       if (suspension && entry.kind === 'present')
         return await this.#suspended(deploymentId, entry, log, signal);
-      if (entry.kind === 'invalid') throw new TerminalError(Reason.RenderInvalid, entry.message);
+      if (entry.kind === 'invalid') throw new TerminalError(ReconcileReason.RenderInvalid, entry.message);
       return await this.#converge(deploymentId, entry, served, log, signal);
     } catch (error) {
       return this.#failed(deploymentId, entry, served, error, log, signal);
@@ -273,21 +278,14 @@ export class Reconciler {
 
   /** Every line about this deployment carries its id, and its revision and namespace once known. */
   #logFor(deploymentId: string, entry: DesiredEntry | undefined): Logger {
-    const log = deploymentLogger(this.#log, { deploymentId });
-    if (entry?.kind === 'present') {
-      return withDeploymentFields(log, {
-        revisionId: revisionOf(entry),
-        namespace: entry.deployment.source_config.listener_config?.k8s_namespace ?? undefined,
-      });
-    }
-    const placed = this.#o.inventories.get(deploymentId);
-    return placed.length === 1 ? withDeploymentFields(log, { namespace: placed[0]?.namespace }) : log;
+    const placed = this.#o.inventories.get(deploymentId).map((p) => p.namespace);
+    return withDeploymentFields(deploymentLogger(this.#log, { deploymentId }), logFieldsOf(entry, placed));
   }
 
   #render(entry: PresentEntry): RenderedDeployment {
     const { listener, allowedNamespaces, digestKey, renderConfig } = this.#o;
     const rendered = renderEntry(entry, { listener: listener(), allowedNamespaces, digestKey }, renderConfig);
-    if (!rendered.ok) throw new TerminalError(Reason.RenderInvalid, rendered.error.message);
+    if (!rendered.ok) throw new TerminalError(ReconcileReason.RenderInvalid, rendered.error.message);
     return rendered.value;
   }
 
@@ -314,15 +312,18 @@ export class Reconciler {
       return { result: 'retry', error };
     }
     const { failure } = verdict;
-    const waits = verdict.kind === 'waiting';
-    log.warn({ reason: failure.reason, err: error }, waits ? 'deployment waiting' : 'deployment failed');
-    await this.#s.report.failed(deploymentId, failedRevisionOf(entry), failure, log);
+    const revisionId = failedRevisionOf(entry);
     if (verdict.kind === 'waiting') {
-      // Reported, yet retried: the namespace may be created (or finish terminating) later, a
-      // referenced object made.
+      // Reported in progress, failed past the grace, and retried all the while: the namespace may
+      // be created (or finish terminating) later, a referenced object made.
+      log.warn({ reason: failure.reason, err: error }, 'deployment waiting');
+      const pastGrace = this.#waits.pastGrace(deploymentId, failure.reason);
+      await this.#s.report.waiting(deploymentId, revisionId, failure, pastGrace, log);
       this.#attempts.forget(deploymentId);
       return { result: 'retry', error };
     }
+    log.warn({ reason: failure.reason, err: error }, 'deployment failed');
+    await this.#s.report.failed(deploymentId, revisionId, failure, log);
     if (entry?.kind === 'present')
       this.#attempts.settle(deploymentId, { fingerprint: entry.fingerprint, applied: false }, served);
     return { result: 'terminal', error: verdict.failure };

@@ -48,4 +48,6 @@ export interface ReconcilerOptions {
   readonly agentChanges?: AgentChangeGate | undefined;
   /** Reads the evidence of a failing deployment's pods for its report; absent: the status alone. */
   readonly evidence?: EvidenceReader | undefined;
+  /** The clock of the waits' grace (waitingSince.ts); default Date.now. */
+  readonly now?: (() => number) | undefined;
 }

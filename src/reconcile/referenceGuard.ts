@@ -14,7 +14,7 @@ import {
 import type { KubeObject } from '../render/index.ts';
 import { podReferences, type Reference } from '../render/references.ts';
 import { type TemplateClaim, templateClaims } from '../render/templateClaims.ts';
-import { Reason } from '../report/rolloutStatus.ts';
+import { ReconcileReason } from '../report/reconcileReason.ts';
 import { listRoutes } from './hostRegistry.ts';
 import { entryId, entryOf } from './inventory.ts';
 import type { KubeReader } from './kubeAccess.ts';
@@ -136,18 +136,22 @@ export class ReferenceGuard {
       }
     }
     if (foreign.length > 0)
-      throw new TerminalError(Reason.ForeignReference, [...foreign, ...taken, ...missing].join('; '), {
-        refused: foreignTargets,
-      });
+      throw new TerminalError(
+        ReconcileReason.ForeignReference,
+        [...foreign, ...taken, ...missing].join('; '),
+        {
+          refused: foreignTargets,
+        },
+      );
     if (taken.length > 0)
       throw new WaitingError(
-        Reason.ClaimTaken,
+        ReconcileReason.ClaimTaken,
         deploymentId,
         `${[...taken, ...missing].join('; ')}; nothing is applied until then`,
       );
     if (missing.length > 0)
       throw new WaitingError(
-        Reason.ReferenceMissing,
+        ReconcileReason.ReferenceMissing,
         deploymentId,
         `${missing.join('; ')}: nothing is applied until it exists`,
       );
@@ -180,7 +184,7 @@ export class ReferenceGuard {
     }
     if (taken.length > 0)
       throw new WaitingError(
-        Reason.HostTaken,
+        ReconcileReason.HostTaken,
         deploymentId,
         `${taken.join('; ')}: nothing is applied while another holds it`,
       );

@@ -6,7 +6,7 @@
 import type { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
-import { Reason } from '../report/rolloutStatus.ts';
+import { ReconcileReason } from '../report/reconcileReason.ts';
 import { renderInputHash } from './agentChange.ts';
 import { type ConvergedState, ownedDigest } from './convergedState.ts';
 import type { PresentEntry } from './desiredState.ts';
@@ -86,7 +86,7 @@ export class StatusPath {
     }
     if (changed.length === 0) return true;
     this.forget(deploymentId);
-    throw new TerminalError(Reason.ForeignReference, changed.join('; '), { refused: targets });
+    throw new TerminalError(ReconcileReason.ForeignReference, changed.join('; '), { refused: targets });
   }
 
   /**

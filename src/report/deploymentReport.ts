@@ -6,7 +6,8 @@ import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts'
 import { ANNOTATION_STATUS } from '../objects/ownership.ts';
 import { boundedEvidence } from './failureEvidence.ts';
 import type { AgentMetrics } from './metrics.ts';
-import { isRoutineProgress, type Reason, type RolloutStatus } from './rolloutStatus.ts';
+import type { ReconcileReason } from './reconcileReason.ts';
+import { isRoutineProgress, type RolloutStatus } from './rolloutStatus.ts';
 import { nextStatusAnnotation, parseStatusAnnotation } from './statusAnnotation.ts';
 import type { StatusReporter } from './statusReporter.ts';
 
@@ -57,7 +58,7 @@ export class DeploymentReport {
   async failed(
     deploymentId: string,
     revisionId: string | undefined,
-    failure: { readonly reason: Reason; readonly message: string },
+    failure: { readonly reason: ReconcileReason; readonly message: string },
     log: Logger,
   ): Promise<void> {
     await this.status(
@@ -72,6 +73,25 @@ export class DeploymentReport {
           message: failure.message,
         },
       },
+      log,
+    );
+  }
+
+  /**
+   * A reconcile that waits (a namespace not there, a reference not made yet): in progress with its
+   * reason while it is retried, failed once it has waited `pastGrace` — as a rollout is.
+   */
+  async waiting(
+    deploymentId: string,
+    revisionId: string | undefined,
+    failure: { readonly reason: ReconcileReason; readonly message: string },
+    pastGrace: boolean,
+    log: Logger,
+  ): Promise<void> {
+    const { reason, message } = failure;
+    const revisionStatus = pastGrace ? 'DEPLOY_FAILED' : 'DEPLOYING';
+    await this.status(
+      { deploymentId, revisionId, status: { revisionStatus, deploymentStatus: undefined, reason, message } },
       log,
     );
   }

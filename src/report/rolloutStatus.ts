@@ -4,6 +4,7 @@
 
 import { type Condition, fieldAt, statusConditions } from '../objects/fields.ts';
 import { DEFAULT_FAILURE_GRACE_MS } from '../reconcile/reconcileConfig.ts';
+import type { ReconcileReason } from './reconcileReason.ts';
 
 export type ObjectStatus = 'Current' | 'InProgress' | 'Failed' | 'Terminating' | 'NotFound';
 
@@ -30,18 +31,13 @@ export const Reason = {
   PodCrashLoop: 'CrashLoopBackOff',
   PodConfigError: 'CreateContainerConfigError',
   PodUnschedulable: 'Unschedulable',
-  ApplyRejected: 'ApplyRejected',
-  RenderInvalid: 'RenderInvalid',
-  ForeignReference: 'ForeignReference',
-  ReferenceMissing: 'ReferenceMissing',
-  ClaimTaken: 'ClaimTaken',
-  HostTaken: 'HostTaken',
-  HostsUnreadable: 'HostsUnreadable',
   RoutePending: 'RoutePending',
   RouteRefused: 'RouteRefused',
   RouteRefsUnresolved: 'RouteRefsUnresolved',
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
+/** Any reason a report carries: a rollout's, or the reconcile's own. */
+export type ReportReason = Reason | ReconcileReason;
 
 /**
  * The ordinary steps of a rollout (replicas created, updated, ready; a spec not yet observed; a
@@ -375,7 +371,7 @@ export interface RolloutInput {
 export interface RolloutStatus {
   readonly revisionStatus: RevisionOutcome;
   readonly deploymentStatus: DeploymentOutcome;
-  readonly reason: Reason;
+  readonly reason: ReportReason;
   readonly message: string;
   /**
    * Why, in the words of those who saw it (src/report/failureEvidence.ts): container reasons,

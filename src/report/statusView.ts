@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { fieldAt } from '../objects/fields.ts';
 import { ROLLOUT_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { ReconcileReason } from './reconcileReason.ts';
 import {
   computeObjectStatus,
   computeRollout,
@@ -214,7 +215,7 @@ export function deriveStatusRow(input: RowInput): StatusRow {
     workloads: workloadsOf(input.objects),
   });
 
-  if (input.invalid !== undefined) return row('DEPLOY_FAILED', Reason.RenderInvalid, input.invalid);
+  if (input.invalid !== undefined) return row('DEPLOY_FAILED', ReconcileReason.RenderInvalid, input.invalid);
   if (sameRevision && input.annotation?.status === 'DEPLOY_FAILED') {
     return row(
       'DEPLOY_FAILED',

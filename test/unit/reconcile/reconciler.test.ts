@@ -68,6 +68,9 @@ function world(
   });
   const desired = new DesiredState();
   desired.set(deployment.id, { kind: 'present', deployment, target, fingerprint: 'f1' });
+  const config = options.config ?? ReconcileConfig.parse({});
+  // The waits' clock (waitingSince.ts): moved by the test, past the grace.
+  let nowMs = 0;
   const reconciler = new Reconciler({
     kube: cluster,
     desired,
@@ -77,9 +80,10 @@ function world(
     metrics,
     logger,
     renderConfig: options.renderConfig ?? RenderConfig.parse({}),
-    config: options.config ?? ReconcileConfig.parse({}),
+    config,
     listener: () => listener,
     allowedNamespaces: undefined,
+    now: () => nowMs,
     ...(options.cache ? { cache: options.cache } : {}),
   });
   const reported = async () => {
@@ -87,7 +91,20 @@ function world(
     return sent.flatMap((batch) => batch.reports);
   };
   const reconcile = (signal?: AbortSignal) => reconciler.reconcile(deployment.id, signal);
-  return { cluster, reconciler, reconcile, reported, events, desired };
+  /**
+   * A wait reported in progress, with its reason; once the grace has passed, the next reconcile
+   * reports it failed. Returns that last report.
+   */
+  const failsPastGrace = async (reason: string) => {
+    expect((await reported()).at(-1)).toMatchObject({ revision_status: 'DEPLOYING' });
+    expect((await reported()).at(-1)?.message).toBeDefined();
+    nowMs += config.failureGraceMs;
+    const outcome = await reconcile();
+    expect(outcome.result).toBe('retry');
+    expect(outcome.result === 'retry' && (outcome.error as { reason?: string }).reason).toBe(reason);
+    return (await reported()).at(-1);
+  };
+  return { cluster, reconciler, reconcile, reported, events, desired, failsPastGrace };
 }
 
 const writes = <Call extends { verb: string }>(calls: readonly Call[]) =>
@@ -135,7 +152,7 @@ describe('the reconciler at the edges (in memory)', () => {
   ] as const)(
     '2. retries a Secret that meets a %s namespace first (by the Status, not its text)',
     async (state, status) => {
-      const { cluster, reconcile, reported } = world();
+      const { cluster, reconcile, reported, failsPastGrace } = world();
       expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
       // The Secret removed by hand, then the namespace gone or going: the Secret is the only
       // object to write, and a Secret's error message is the client's shortened one.
@@ -144,14 +161,20 @@ describe('the reconciler at the edges (in memory)', () => {
 
       const outcome = await reconcile();
 
+      // The applier raises the wait itself, from the API server's Status.
       expect(outcome.result).toBe('retry');
       const error = outcome.result === 'retry' ? outcome.error : undefined;
-      expect(error).toBeInstanceOf(KubeApiError);
-      expect((error as KubeApiError).kind).toBe('Secret');
-      expect((error as KubeApiError).status).toBe(status);
-      expect((error as KubeApiError).message).not.toContain('terminat');
-      // Reported failed meanwhile, with the reason; retried all the same.
-      expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+      expect(error).toBeInstanceOf(WaitingError);
+      expect((error as WaitingError).reason).toBe('NamespaceMissing');
+      const cause = (error as WaitingError).cause;
+      expect(cause).toBeInstanceOf(KubeApiError);
+      expect((cause as KubeApiError).kind).toBe('Secret');
+      expect((cause as KubeApiError).status).toBe(status);
+      expect((cause as KubeApiError).message).not.toContain('terminat');
+      // Reported in progress with its reason, failed past the grace; retried all the while.
+      expect((await reported()).at(-1)).toMatchObject({ revision_status: 'DEPLOYING' });
+      expect((await reported()).at(-1)?.message).toContain(`namespace ${NAMESPACE} does not exist`);
+      expect((await failsPastGrace('NamespaceMissing'))?.revision_status).toBe('DEPLOY_FAILED');
 
       // The namespace back: the retry converges.
       cluster.setNamespace(NAMESPACE, 'active');
@@ -301,7 +324,7 @@ describe('references of a deployment’s pods (in memory)', () => {
   const loot = naming([{ name: 'loot', secret: { secretName: 'victim-secrets' } }]);
 
   it('waits for an object that does not exist yet: reported, retried, nothing written', async () => {
-    const { cluster, reconcile, reported } = world(fresh, { deployment: loot });
+    const { cluster, reconcile, reported, failsPastGrace } = world(fresh, { deployment: loot });
     const outcome = await reconcile();
     expect(outcome.result).toBe('retry');
     const error = outcome.result === 'retry' ? outcome.error : undefined;
@@ -310,7 +333,10 @@ describe('references of a deployment’s pods (in memory)', () => {
     expect((error as WaitingError).message).toContain(
       'Deployment/hello spec.volumes[0].secret.secretName names Secret/victim-secrets, which does not exist yet',
     );
-    const last = (await reported()).at(-1);
+    expect((await reported()).at(-1)?.message).toContain(
+      'names Secret/victim-secrets, which does not exist yet',
+    );
+    const last = await failsPastGrace('ReferenceMissing');
     expect(last?.revision_status).toBe('DEPLOY_FAILED');
     expect(last?.message).toContain('names Secret/victim-secrets, which does not exist yet');
     expect(writes(cluster.calls)).toEqual([]);
@@ -740,7 +766,10 @@ describe("one of the render's own objects held by another owner (in memory)", ()
   it('its database credentials: the workloads reading them deleted while the hand-over is waited on', async () => {
     const cache = syncedCache();
     const withDatabase = naming([], { db_storage_gi: 1 });
-    const { cluster, reconcile, reported } = world(fresh, { deployment: withDatabase, cache });
+    const { failsPastGrace, cluster, reconcile, reported } = world(fresh, {
+      deployment: withDatabase,
+      cache,
+    });
     expect((await reconcile()).result).toMatch(/^(done|requeue)$/);
     expect(cluster.names('StatefulSet')).toEqual([`StatefulSet/${NAMESPACE}/hello-db`]);
 
@@ -769,7 +798,7 @@ describe("one of the render's own objects held by another owner (in memory)", ()
     );
     expect(cluster.names('StatefulSet')).toEqual([]);
     expect(cluster.names('Deployment')).toEqual([]);
-    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    expect((await failsPastGrace('ClaimTaken'))?.revision_status).toBe('DEPLOY_FAILED');
     expect((await cluster.get(credentials))?.metadata.uid).toBe(theirsNow.metadata.uid);
   });
 });
@@ -846,7 +875,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
   ])(
     'waits while one %s is there, writing nothing; goes on once it is handed over',
     async (_, labels, whose) => {
-      const { cluster, reconcile, reported } = world(fresh, {
+      const { failsPastGrace, cluster, reconcile, reported } = world(fresh, {
         deployment: withDatabase,
         cache: syncedCache(),
       });
@@ -861,7 +890,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
       );
       // Whose it is and that the platform team decides: never an invitation to relabel it.
       expect((error as WaitingError).message).not.toContain(`${LABEL_DEPLOYMENT_ID}=`);
-      expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+      expect((await failsPastGrace('ClaimTaken'))?.revision_status).toBe('DEPLOY_FAILED');
       expect(writes(cluster.calls.slice(before))).toEqual([]);
 
       // The platform team relabels it: the same revision goes on, its StatefulSet written.
@@ -883,7 +912,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
 
   it("waits while the credentials kept with a deleted deployment's volume are there; goes on with their password once handed over", async () => {
     // No watch cache: each read asks the cluster, as a watch that delivered every change would tell.
-    const { cluster, reconcile, reported } = world(fresh, { deployment: withDatabase });
+    const { failsPastGrace, cluster, reconcile, reported } = world(fresh, { deployment: withDatabase });
     const password = Buffer.from('the-volume-password').toString('base64');
     await cluster.create({
       apiVersion: 'v1',
@@ -905,7 +934,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
       `Secret/hello-db-credentials, the password of a kept database volume, exists and belongs to deployment ${OTHER_DEPLOYMENT}: ${KEPT_VOLUME_DECISION}`,
     );
     expect(error?.message).not.toContain(`${LABEL_DEPLOYMENT_ID}=`);
-    expect((await reported()).at(-1)?.revision_status).toBe('DEPLOY_FAILED');
+    expect((await failsPastGrace('ClaimTaken'))?.revision_status).toBe('DEPLOY_FAILED');
     expect(writes(cluster.calls.slice(before))).toEqual([]);
 
     await cluster.mergePatch(credentialsRef, {
