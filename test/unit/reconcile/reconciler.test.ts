@@ -766,7 +766,7 @@ describe("one of the render's own objects held by another owner (in memory)", ()
   it('its database credentials: the workloads reading them deleted while the hand-over is waited on', async () => {
     const cache = syncedCache();
     const withDatabase = naming([], { db_storage_gi: 1 });
-    const { failsPastGrace, cluster, reconcile, reported } = world(fresh, {
+    const { failsPastGrace, cluster, reconcile } = world(fresh, {
       deployment: withDatabase,
       cache,
     });
@@ -875,7 +875,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
   ])(
     'waits while one %s is there, writing nothing; goes on once it is handed over',
     async (_, labels, whose) => {
-      const { failsPastGrace, cluster, reconcile, reported } = world(fresh, {
+      const { failsPastGrace, cluster, reconcile } = world(fresh, {
         deployment: withDatabase,
         cache: syncedCache(),
       });
@@ -912,7 +912,7 @@ describe('the claims a StatefulSet will bind (in memory)', () => {
 
   it("waits while the credentials kept with a deleted deployment's volume are there; goes on with their password once handed over", async () => {
     // No watch cache: each read asks the cluster, as a watch that delivered every change would tell.
-    const { failsPastGrace, cluster, reconcile, reported } = world(fresh, { deployment: withDatabase });
+    const { failsPastGrace, cluster, reconcile } = world(fresh, { deployment: withDatabase });
     const password = Buffer.from('the-volume-password').toString('base64');
     await cluster.create({
       apiVersion: 'v1',
