@@ -38,8 +38,14 @@ import { retryUntilAborted } from './retryUntilAborted.ts';
 import { ServedNamespaces } from './servedNamespaces.ts';
 import { SuspensionFollower } from './suspensionFollower.ts';
 
-/** How long a status change waits for the rest of its burst before it wakes its deployment. */
-const STATUS_SETTLE_MS = 1_000;
+/**
+ * How long a status change waits for the rest of its burst before it wakes its deployment: a
+ * workload's moves (updated, ready, available) come within tens of milliseconds of each other,
+ * and a tenant waits for "deployed" no longer than this and REPORT_PROMPT_MS.
+ */
+const STATUS_SETTLE_MS = 500;
+/** How soon an outcome (DEPLOYED, DEPLOY_FAILED) is sent to the control plane (statusReporter.ts). */
+const REPORT_PROMPT_MS = 100;
 /** How long the first reconciles wait for the watches to list (controller-runtime waits without bound). */
 const CACHE_SYNC_WAIT_MS = 30_000;
 
@@ -243,6 +249,7 @@ export class LeaderSession {
       listenerId,
       logger: this.#o.logger,
       metrics,
+      promptMs: REPORT_PROMPT_MS,
     });
     const events = new EventRecorder({ client: kube, logger: this.#o.logger, identity: this.#o.identity });
     const queue = new WorkQueue({

@@ -1,6 +1,9 @@
 // Reports rollout status to the control plane through the status-report extension: one batch
 // per poll cycle holding only what changed, the latest status per deployment; 404/405 turns it
 // off with one warning; a batch the control plane refuses for its content is dropped, not re-sent.
+// An outcome (DEPLOYED, DEPLOY_FAILED) is not kept for the next poll: it is sent at once (after
+// `promptMs`, which gathers outcomes reached together), unless a poll's listing is under way, whose
+// flush sends it when the listing ends — so a tenant hears "deployed" as its server turns ready.
 import type { Logger } from 'pino';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import type { StatusReport, StatusReportBatch } from '../controlplane/schemas/index.ts';
@@ -35,17 +38,27 @@ export class StatusReporter {
   /** What the control plane took since the last `takeSent`, per deployment, oldest first. */
   #sent = new Map<string, SentStatus[]>();
   #enabled = true;
+  /** How soon an outcome is sent; undefined: at the next poll, as any status. */
+  readonly #promptMs: number | undefined;
+  #promptTimer: ReturnType<typeof setTimeout> | undefined;
+  /** A poll's listing is under way (takeSent … flush): its flush sends what is recorded meanwhile. */
+  #listing = false;
+  /** The flush in progress: flushes run one after another, never sending a report twice. */
+  #flushing: Promise<void> = Promise.resolve();
+  #busy = false;
 
   constructor(options: {
     sink: StatusReportSink;
     listenerId: string;
     logger: Logger;
     metrics?: AgentMetrics;
+    promptMs?: number | undefined;
   }) {
     this.#sink = options.sink;
     this.#listenerId = options.listenerId;
     this.#logger = options.logger.child({ component: 'status-reporter' });
     this.#metrics = options.metrics;
+    this.#promptMs = options.promptMs;
   }
 
   get enabled(): boolean {
@@ -71,7 +84,18 @@ export class StatusReporter {
     // recorded is lost to a full queue.
     this.#pending.delete(change.deployment_id);
     this.#pending.set(change.deployment_id, { ...normalised, observed_at: now.toISOString() });
+    if (change.revision_status === 'DEPLOYED' || change.revision_status === 'DEPLOY_FAILED') this.#prompt();
     return true;
+  }
+
+  /** An outcome was recorded: sent soon, unless a listing's flush will send it. */
+  #prompt(): void {
+    if (this.#promptMs === undefined || this.#promptTimer !== undefined || this.#listing) return;
+    this.#promptTimer = setTimeout(() => {
+      this.#promptTimer = undefined;
+      if (!this.#listing) void this.#flushQueued();
+    }, this.#promptMs);
+    this.#promptTimer.unref();
   }
 
   /**
@@ -80,6 +104,7 @@ export class StatusReporter {
    * call shows every one of them, and no other report of the agent's.
    */
   takeSent(): ReadonlyMap<string, readonly SentStatus[]> {
+    this.#listing = true;
     const sent = this.#sent;
     this.#sent = new Map();
     return sent;
@@ -90,8 +115,25 @@ export class StatusReporter {
     this.#last.delete(deploymentId);
   }
 
+  /** The poll's flush: its listing is over; sends what is pending now. */
+  flush(): Promise<void> {
+    this.#listing = false;
+    return this.#flushQueued();
+  }
+
+  /** Starts at once when no flush is in flight, else after it (what it sent is not sent again). */
+  #flushQueued(): Promise<void> {
+    const started = this.#busy ? this.#flushing.then(() => this.#sendPending()) : this.#sendPending();
+    this.#busy = true;
+    const done: Promise<void> = started.finally(() => {
+      if (this.#flushing === done) this.#busy = false;
+    });
+    this.#flushing = done;
+    return done;
+  }
+
   /** Sends what is pending now, in batches; what fails stays for the next cycle. */
-  async flush(): Promise<void> {
+  async #sendPending(): Promise<void> {
     if (!this.#enabled) return;
     // A status recorded while this flush runs waits for the next one: a flush always ends.
     const queued = [...this.#pending.values()];

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ControlPlaneError } from '../../../src/controlplane/errors.ts';
 import type { StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
@@ -10,7 +10,7 @@ const D1 = '00000000-0000-4000-8000-000000000001';
 const D2 = '00000000-0000-4000-8000-000000000002';
 const R1 = '00000000-0000-4000-8000-000000000101';
 
-function reporter(post: (batch: StatusReportBatch) => Promise<void>) {
+function reporter(post: (batch: StatusReportBatch) => Promise<void>, promptMs?: number) {
   const lines: string[] = [];
   const logger = pino(
     { level: 'info' },
@@ -32,6 +32,7 @@ function reporter(post: (batch: StatusReportBatch) => Promise<void>) {
     listenerId: '00000000-0000-4000-8000-0000000000aa',
     logger,
     metrics: createMetrics({ defaultMetrics: false }),
+    promptMs,
   });
   return { r, sent, lines };
 }
@@ -190,5 +191,69 @@ describe('status reporter: refusals and volume', () => {
     release();
     await second;
     expect(sent.map((b) => b.reports.map((x) => x.revision_status))).toEqual([['DEPLOYING'], ['DEPLOYED']]);
+  });
+});
+
+describe('an outcome is sent at once', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const deployed = { deployment_id: D1, revision_id: R1, revision_status: 'DEPLOYED' as const };
+  const statuses = (sent: readonly StatusReportBatch[]) =>
+    sent.map((batch) => batch.reports.map((x) => `${x.deployment_id.slice(-1)}:${x.revision_status}`));
+
+  it('DEPLOYED is sent promptMs after it is recorded, without waiting for the poll', async () => {
+    vi.useFakeTimers();
+    const { r, sent } = reporter(async () => {}, 100);
+    r.record(deployed);
+    await vi.advanceTimersByTimeAsync(99);
+    expect(sent).toHaveLength(0);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
+  });
+
+  it('DEPLOYING waits for the poll', async () => {
+    vi.useFakeTimers();
+    const { r, sent } = reporter(async () => {}, 100);
+    r.record({ ...deployed, revision_status: 'DEPLOYING' });
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sent).toHaveLength(0);
+  });
+
+  it('outcomes reached together go in one batch, with whatever else is pending', async () => {
+    vi.useFakeTimers();
+    const { r, sent } = reporter(async () => {}, 100);
+    r.record({ ...deployed, deployment_id: D2, revision_status: 'DEPLOYING' });
+    r.record(deployed);
+    r.record({ ...deployed, deployment_id: D2, revision_status: 'DEPLOY_FAILED' });
+    await vi.advanceTimersByTimeAsync(100);
+    expect(statuses(sent)).toEqual([['1:DEPLOYED', '2:DEPLOY_FAILED']]);
+  });
+
+  it("waits while a poll's listing is under way, and goes with that poll's flush", async () => {
+    vi.useFakeTimers();
+    const { r, sent } = reporter(async () => {}, 100);
+    r.takeSent();
+    r.record(deployed);
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(sent).toHaveLength(0);
+    await r.flush();
+    expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
+    // Taken by the next listing as the agent's own report.
+    expect(r.takeSent().get(D1)).toEqual([{ deployment_status: undefined, revision_status: 'DEPLOYED' }]);
+  });
+
+  it('a prompt send and a poll flush together send each report once', async () => {
+    vi.useFakeTimers();
+    let release: () => void = () => undefined;
+    const { r, sent } = reporter(() => new Promise<void>((resolve) => (release = resolve)), 10);
+    r.record(deployed);
+    await vi.advanceTimersByTimeAsync(10);
+    const polled = r.flush();
+    release();
+    await vi.advanceTimersByTimeAsync(0);
+    release();
+    await polled;
+    expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
   });
 });
