@@ -308,6 +308,11 @@ export function isEnabled(row: KindRow, render: KindSettings): boolean {
   return row.enabledBy === undefined || row.enabledBy.enabled(render);
 }
 
+/** Whether render writes a kind of the table under this render configuration (a kind it never writes: false). */
+export function kindEnabled(kind: TableKind, render: KindSettings): boolean {
+  return KIND_ROWS.some((row) => row.kind === kind && row.written === 'rendered' && isEnabled(row, render));
+}
+
 /** The kinds of the rows that pass `test`, in table order (a kind twice when two rows pass). */
 export function kindsWhere(test: (row: KindRow) => boolean): TableKind[] {
   return KINDS.filter((row: KindRow) => test(row)).map((row) => row.kind);
