@@ -6,6 +6,7 @@ import { parse as parseYaml } from 'yaml';
 import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { maskSecret } from '../kube/serverDiff.ts';
+import { formatObjectRef } from '../objects/objectRef.ts';
 import { chooseTarget } from '../reconcile/target.ts';
 import { maskSecretDigests } from '../render/digestAnnotations.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
@@ -75,7 +76,7 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
   // A tenant's strings escaped where they would reach a terminal raw; kubectl reads the same values.
   const documents = objects.map(
     (object) =>
-      `${terminalLine(`# Source: ${object.kind}/${object.metadata.namespace}/${object.metadata.name}`)}${terminalYaml(object, { lineWidth: 0, version: '1.1' })}`,
+      `${terminalLine(`# Source: ${formatObjectRef(object)}`)}${terminalYaml(object, { lineWidth: 0, version: '1.1' })}`,
   );
   process.stdout.write(`---\n${documents.join('---\n')}`);
   return 0;

@@ -85,15 +85,3 @@ export function resourcePath(type: ResourceType, namespace: string | undefined, 
   const item = name === undefined ? '' : `/${encodeURIComponent(name)}`;
   return `${root}${scope}/${type.plural}${item}`;
 }
-
-/** `Kind/namespace/name` (or `Kind/name` for cluster-scoped objects): how errors and logs name an object. */
-export function formatRef(ref: {
-  kind: string;
-  namespace?: string | undefined;
-  name?: string | undefined;
-}): string {
-  const parts = [ref.kind];
-  if (ref.namespace !== undefined && ref.namespace !== '') parts.push(ref.namespace);
-  if (ref.name !== undefined) parts.push(ref.name);
-  return parts.join('/');
-}

@@ -1,5 +1,6 @@
 // Labels and annotations that mark what this agent owns (docs/design.md, "Ownership labels").
 // The listener-id label is what every list, watch and prune is scoped by.
+import { formatObjectRef } from './objectRef.ts';
 
 export const AGENT_NAME = 'k8s-listener';
 export const FIELD_MANAGER = 'k8s-listener';
@@ -28,6 +29,13 @@ export const ANNOTATION_DEPLOYMENT_NAME = `${PREFIX}/deployment-name`;
 
 /** A Secret the reconciler creates once (filling the generated keys) and never overwrites. */
 export const ANNOTATION_CREATE_ONLY = `${PREFIX}/create-only`;
+/** Whether an object is created once and never overwritten (`run`, `diff` and `status` ask this). */
+export function isCreateOnly(object: {
+  readonly metadata: { readonly annotations: Readonly<Record<string, string>> };
+}): boolean {
+  return object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
+}
+
 /** Comma-separated keys of a create-only Secret whose values the reconciler generates. */
 export const ANNOTATION_GENERATED_KEYS = `${PREFIX}/generated-keys`;
 
@@ -63,7 +71,7 @@ interface Labelled {
  * "Never adopt"). `run` refuses the deployment with this reason; `diff` shows the same.
  */
 export function whyNotOurs(object: Labelled, live: Labelled, deploymentId: string): string | undefined {
-  const name = `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`;
+  const name = formatObjectRef(object);
   if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
     return `${name} exists and is not managed by this listener`;
   if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)

@@ -45,6 +45,19 @@ export function inventoryName(deploymentId: string): string {
   return `k8s-listener-inv-${deploymentId}`;
 }
 
+/**
+ * A deployment's inventory ConfigMap in one namespace: where the agent records what it wrote, and
+ * the object of the Events and the status annotation about the whole deployment.
+ */
+export function inventoryRef(deploymentId: string, namespace: string): InventoryEntry {
+  return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
+}
+
+/** The label selector of this listener's inventory ConfigMaps. */
+export function inventorySelector(listenerId: string): string {
+  return `${LABEL_LISTENER_ID}=${listenerId},${LABEL_COMPONENT}=${COMPONENT}`;
+}
+
 /** What the store asks of the Kubernetes client: listings to load, an apply and a delete to keep. */
 export type InventoryKube = Pick<KubeReader, 'list'> & Pick<KubeWriter, 'apply' | 'delete'>;
 
@@ -81,7 +94,7 @@ export class InventoryStore {
   async add(namespace: string, signal?: AbortSignal): Promise<void> {
     const items = await this.#kube.list('ConfigMap', {
       namespace,
-      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId},${LABEL_COMPONENT}=${COMPONENT}`,
+      labelSelector: inventorySelector(this.#listenerId),
       signal,
     });
     for (const item of items) {
@@ -144,10 +157,7 @@ export class InventoryStore {
   /** Deletes the inventory this store read or wrote (its uid), not one made since under its name. */
   async remove(deploymentId: string, namespace: string, signal?: AbortSignal): Promise<void> {
     const uid = this.get(deploymentId).find((p) => p.namespace === namespace)?.uid;
-    await this.#kube.delete(
-      { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
-      { signal, preconditionUid: uid },
-    );
+    await this.#kube.delete(inventoryRef(deploymentId, namespace), { signal, preconditionUid: uid });
     const rest = this.get(deploymentId).filter((p) => p.namespace !== namespace);
     if (rest.length === 0) this.#cache.delete(deploymentId);
     else this.#cache.set(deploymentId, rest);

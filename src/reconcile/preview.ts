@@ -7,12 +7,12 @@ import { KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
 import { refOf } from '../kube/resources.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
-import { ANNOTATION_CREATE_ONLY, ANNOTATION_DEPLOYMENT_NAME } from '../objects/ownership.ts';
+import { ANNOTATION_DEPLOYMENT_NAME, isCreateOnly } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
-import { type KubeObject, type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
+import { type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import { describeWrite, takenBy, whyWrite } from './applier.ts';
 import { entriesOf, type InventoryEntry, staleEntries } from './inventory.ts';
-import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { InventoryStore, inventoryRef } from './inventoryStore.ts';
 import { keptVolumeCount, renderedVolumeNames } from './keptVolumes.ts';
 import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
@@ -194,7 +194,7 @@ async function presentPreview(
     // An inventory left in a namespace the deployment moved away from goes too.
     for (const { namespace: other } of placed) {
       if (other === namespace) continue;
-      const record = await ownedLive(options, inventoryEntry(deployment.id, other), deployment.id, {
+      const record = await ownedLive(options, inventoryRef(deployment.id, other), deployment.id, {
         keepVolumes: true,
       });
       if (record) changes.push(pruneChange(record));
@@ -250,7 +250,7 @@ async function deletionPreview(
         );
         lives.push(...volumes.filter((volume) => !listed.has(volume.metadata.uid)));
       }
-      const record = await ownedLive(options, inventoryEntry(id, namespace), id, { keepVolumes });
+      const record = await ownedLive(options, inventoryRef(id, namespace), id, { keepVolumes });
       if (record) lives.push(record);
       for (const live of lives) {
         objectName ??= live.metadata.annotations[ANNOTATION_DEPLOYMENT_NAME];
@@ -279,17 +279,11 @@ async function ownedLive(
   return live && isPruned(live, options.listener.id, deploymentId, prune.keepVolumes) ? live : undefined;
 }
 
-const isCreateOnly = (object: KubeObject) => object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
-
 /** A change with its digests masked on both sides: compared without them, shown without them. */
 function uncompared(change: ChangeSetEntry): ChangeSetEntry {
   const mask = (side: Record<string, unknown> | undefined) =>
     side === undefined ? undefined : maskDigests(side);
   return { ...change, before: mask(change.before), after: mask(change.after) };
-}
-
-function inventoryEntry(deploymentId: string, namespace: string): InventoryEntry {
-  return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
 }
 
 function byNameThenId(a: Deployment, b: Deployment): number {

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject } from '../kube/index.ts';
+import { formatRef } from '../objects/objectRef.ts';
 import { deploymentSelector, isDatabaseCredentials, isPrunable } from '../objects/ownership.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { entryOf, type InventoryEntry } from './inventory.ts';
@@ -45,10 +46,10 @@ export class Pruner {
     const live = await this.#o.kube.get(ref, { signal });
     if (!live || !isPrunable(live, this.#o.listener().id, deploymentId)) return;
     if (!isPruned(live, this.#o.listener().id, deploymentId, options.keepVolumes)) {
-      log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'kept with the database volume');
+      log.info({ object: formatRef(entry) }, 'kept with the database volume');
       return;
     }
-    log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'pruning');
+    log.info({ object: formatRef(entry) }, 'pruning');
     await this.#o.kube.delete(ref, {
       propagationPolicy: 'Background',
       preconditionUid: live.metadata.uid,

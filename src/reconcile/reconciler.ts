@@ -14,6 +14,7 @@ import {
 } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import { POD_TEMPLATE_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { LABEL_COMPONENT } from '../objects/ownership.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import {
@@ -45,7 +46,7 @@ import {
   sameInventory,
   staleEntries,
 } from './inventory.ts';
-import { type InventoryStore, inventoryName, type PlacedInventory } from './inventoryStore.ts';
+import { type InventoryStore, inventoryRef, type PlacedInventory } from './inventoryStore.ts';
 import { keptVolumeCount, renderedVolumeNames, volumeNameOf } from './keptVolumes.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import { NameLocks } from './nameLocks.ts';
@@ -398,7 +399,7 @@ export class Reconciler {
       if (!change) continue;
       targets.push(judged.ref);
       for (const path of judged.paths)
-        changed.push(`${path} names ${judged.ref.kind}/${judged.ref.name}, which ${change.owner}`);
+        changed.push(`${path} names ${formatLocalRef(judged.ref)}, which ${change.owner}`);
     }
     if (changed.length === 0) return undefined;
     this.#converged.delete(deploymentId);
@@ -602,15 +603,12 @@ export class Reconciler {
     this.#o.metrics.agentChangesApplied.inc();
     const main = mainWorkload(live);
     const held = turn.heldMs > 0 ? `, after waiting ${Math.round(turn.heldMs / 1000)} s for its turn` : '';
-    await this.#o.events.record(
-      main ?? { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
-      {
-        type: 'Normal',
-        reason: 'AgentChangeApplied',
-        note: `the agent's new render of the same revision is applied${held} (reconcile.agentChangeRate)`,
-        action: 'Apply',
-      },
-    );
+    await this.#o.events.record(main ?? inventoryRef(deploymentId, namespace), {
+      type: 'Normal',
+      reason: 'AgentChangeApplied',
+      note: `the agent's new render of the same revision is applied${held} (reconcile.agentChangeRate)`,
+      action: 'Apply',
+    });
   }
 
   /**
@@ -641,7 +639,7 @@ export class Reconciler {
         revisionId,
         status,
         main: mainWorkload(live),
-        annotated: { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) },
+        annotated: inventoryRef(deploymentId, namespace),
         justApplied,
       },
       log,

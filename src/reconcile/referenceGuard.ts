@@ -5,6 +5,7 @@
 // look of the status path; a host another route serves is refused (routedHosts.ts).
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import {
   describeHolder,
   KEPT_VOLUME_DECISION,
@@ -110,7 +111,7 @@ export class ReferenceGuard {
     const judged: JudgedReference[] = [];
     for (const [i, { ref, named, bound }] of looked.entries()) {
       const live = found[i];
-      const what = `${ref.kind}/${ref.name}`;
+      const what = formatLocalRef(ref);
       if (bound.length > 0) {
         // A claim its own StatefulSets make when they run, this deployment's by its id alone.
         if (!live || live.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId) continue;

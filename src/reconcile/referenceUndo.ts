@@ -7,6 +7,7 @@
 // entry stays, and a StatefulSet's claims stay with their data.
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { isPrunable } from '../objects/ownership.ts';
 import { podReferences } from '../render/references.ts';
 import { entryId } from './inventory.ts';
@@ -41,7 +42,7 @@ export async function undoReferences(
       .filter((r) =>
         named.has(entryId({ apiVersion: 'v1', kind: r.kind, namespace: r.namespace, name: r.name })),
       )
-      .map((r) => `${r.path} names ${r.kind}/${r.name}`);
+      .map((r) => `${r.path} names ${formatLocalRef(r)}`);
     if (fields.length === 0) continue;
     await options.kube.delete(ref, {
       propagationPolicy: 'Background',
@@ -62,5 +63,5 @@ export async function undoReferences(
 }
 
 function describe(live: LiveKubeObject): string {
-  return `${live.kind}/${live.metadata.name}`;
+  return formatLocalRef(live);
 }

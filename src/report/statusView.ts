@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { fieldAt } from '../objects/fields.ts';
 import { ROLLOUT_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import {
   computeObjectStatus,
   computeRollout,
@@ -185,8 +186,6 @@ export function workloadsOf(objects: readonly ObservedObject[]): WorkloadReplica
     }));
 }
 
-const refText = (ref: ObjectRef): string => `${ref.kind}/${ref.name}`;
-
 /**
  * The state of one deployment. Failures win (an invalid spec, the agent's own verdict for this
  * revision, a settled revision, a failed workload), then what the agent has yet to apply, then
@@ -252,13 +251,14 @@ export function deriveStatusRow(input: RowInput): StatusRow {
     return row(
       'DEPLOYING',
       'NotApplied',
-      `waiting for the agent to apply ${refText(pending.ref)}${pending.live ? ' (changed)' : ''}`,
+      `waiting for the agent to apply ${formatLocalRef(pending.ref)}${pending.live ? ' (changed)' : ''}`,
     );
   }
   const deleted = input.objects.find((o) => o.desired && o.recorded && !o.live);
-  if (deleted) return row('DRIFTED', 'Drifted', `${refText(deleted.ref)} was deleted by hand`);
+  if (deleted) return row('DRIFTED', 'Drifted', `${formatLocalRef(deleted.ref)} was deleted by hand`);
   const drifted = input.objects.find((o) => o.desired && o.drift !== undefined);
-  if (drifted) return row('DRIFTED', 'Drifted', `${refText(drifted.ref)}: ${drifted.drift} changed by hand`);
+  if (drifted)
+    return row('DRIFTED', 'Drifted', `${formatLocalRef(drifted.ref)}: ${drifted.drift} changed by hand`);
 
   // As the agent reports: a revision once DEPLOYED stays so while an autoscaler adds replicas.
   if (rollout.revisionStatus === 'DEPLOYING' && !(sameRevision && input.annotation?.status === 'DEPLOYED'))
