@@ -11,6 +11,7 @@ import { chooseTarget } from '../reconcile/target.ts';
 import { maskSecretDigests } from '../render/digestAnnotations.ts';
 import { RenderConfig, type RenderResult, renderDeployment, renderFromJson } from '../render/index.ts';
 import { terminalLine, terminalYaml } from '../report/terminalText.ts';
+import { EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 import { createLogger } from './logger.ts';
 
 export const RENDER_USAGE = `Usage:
@@ -47,7 +48,7 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
   });
   if (values.help || (!values.file && !values.id)) {
     process.stdout.write(RENDER_USAGE);
-    return values.help ? 0 : 2;
+    return values.help ? EXIT_OK : EXIT_USAGE;
   }
   // The same strictness and messages as the agent's own start: an unknown key anywhere is refused.
   const config = values.config

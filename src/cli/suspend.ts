@@ -22,10 +22,10 @@ import {
   suspensionOf,
   suspensionsRef,
 } from '../reconcile/suspensions.ts';
-import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from '../report/statusView.ts';
 import { terminalLine } from '../report/terminalText.ts';
 import { type CommandSetup, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
+import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from './exitCodes.ts';
 
 type Verb = 'suspend' | 'resume';
 /** As the entry's schema allows (suspensions.ts). */

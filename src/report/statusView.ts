@@ -1,6 +1,6 @@
 // What `k8s-listener status` shows, as pure functions: the row of one deployment derived from what
 // was observed (control plane, inventory, live objects), the table and detail formatters, the
-// documented JSON/YAML shape, and the exit-code rule. The I/O that gathers the observations is
+// documented JSON/YAML shape. The I/O that gathers the observations is
 // src/reconcile/statusCollector.ts.
 import { z } from 'zod';
 import { fieldAt } from '../objects/fields.ts';
@@ -344,19 +344,6 @@ export function objectStatusRows(
   return rows;
 }
 
-// --- The exit-code rule
-
-export const EXIT_DEPLOYED = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
-export const EXIT_IN_PROGRESS = 3;
-
-/** 0 when every deployment is DEPLOYED, 1 when any failed (failure wins), 3 while any is not yet. */
-export function statusExitCode(rows: readonly Pick<StatusRow, 'state'>[]): number {
-  if (rows.some((r) => r.state === 'DEPLOY_FAILED')) return EXIT_FAILED;
-  if (rows.some((r) => r.state !== 'DEPLOYED')) return EXIT_IN_PROGRESS;
-  return EXIT_DEPLOYED;
-}
 
 // --- Formatting
 
