@@ -24,7 +24,7 @@ import {
   isCreateOnly,
   isDatabaseCredentials,
   KEPT_VOLUME_DECISION,
-  LABEL_LISTENER_ID,
+  sameListener,
   whyNotOurs,
 } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
@@ -370,10 +370,7 @@ export function takenBy(
 ): { readonly message: string; readonly handOver: boolean } | undefined {
   const verdict = whyNotOurs(object, live, deploymentId);
   if (verdict === undefined) return undefined;
-  const kept =
-    isDatabaseCredentials(object) &&
-    isDatabaseCredentials(live) &&
-    live.metadata.labels[LABEL_LISTENER_ID] === object.metadata.labels[LABEL_LISTENER_ID];
+  const kept = isDatabaseCredentials(object) && isDatabaseCredentials(live) && sameListener(live, object);
   if (!kept) return { message: verdict, handOver: false };
   return {
     message:

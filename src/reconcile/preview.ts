@@ -7,7 +7,7 @@ import { KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
 import { refOf } from '../kube/resources.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
-import { ANNOTATION_DEPLOYMENT_NAME, isCreateOnly } from '../objects/ownership.ts';
+import { ANNOTATION_DEPLOYMENT_NAME, isCreateOnly, isPruned } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
 import { type RenderConfig, type RenderProblem, renderDeployment } from '../render/index.ts';
 import { describeWrite, takenBy, whyWrite } from './applier.ts';
@@ -16,7 +16,7 @@ import { InventoryStore, inventoryRef } from './inventoryStore.ts';
 import { keptVolumeCount, renderedVolumeNames } from './keptVolumes.ts';
 import { listenerItems } from './listenerItems.ts';
 import { decideVanished } from './pruneGuard.ts';
-import { databaseVolumes, earlierVolumesPastKept, isPruned } from './pruner.ts';
+import { databaseVolumes, earlierVolumesPastKept } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { chooseTarget } from './target.ts';
 

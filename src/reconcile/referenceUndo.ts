@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { formatLocalRef } from '../objects/objectRef.ts';
-import { isPrunable } from '../objects/ownership.ts';
+import { isThisDeployments } from '../objects/ownership.ts';
 import { podReferences } from '../render/references.ts';
 import { entryId } from './inventory.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
@@ -37,7 +37,7 @@ export async function undoReferences(
   const undone: string[] = [];
   for (const ref of workloads) {
     const live = await options.kube.get(ref, { signal });
-    if (!live || !isPrunable(live, options.listenerId(), deploymentId)) continue;
+    if (!live || !isThisDeployments(live, options.listenerId(), deploymentId)) continue;
     const fields = podReferences([live])
       .filter((r) =>
         named.has(entryId({ apiVersion: 'v1', kind: r.kind, namespace: r.namespace, name: r.name })),
