@@ -15,6 +15,8 @@ import { goldenConfig, listener, maximalDeployment } from '../../support/renderF
 import { grantedLines, type RoleRule, requiredLines } from '../../support/roleGrants.ts';
 
 const reconcile = ReconcileConfig.parse({});
+/** What a kind the agent applies needs: read back, listed and watched, created or patched, pruned. */
+const WRITTEN = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
 
 function verbsOf(access: ReturnType<typeof namespaceAccess>, group: string, resource: string): string[] {
   return access.find((a) => a.group === group && a.resource === resource)?.verbs.slice() ?? [];
@@ -55,10 +57,10 @@ describe('the permissions check asks for', () => {
   });
 
   it.each([
-    ['', 'secrets', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
-    ['', 'podtemplates', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
+    ['', 'secrets', WRITTEN],
+    ['', 'podtemplates', WRITTEN],
     // The inventory ConfigMaps are applied too: created by the first apply.
-    ['', 'configmaps', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
+    ['', 'configmaps', WRITTEN],
     ['', 'persistentvolumeclaims', ['get', 'list', 'watch', 'delete']],
     ['', 'pods', ['list', 'watch']],
     // The evidence of a failure: a crashed container's log, a failing pod's warning Events.
@@ -98,14 +100,7 @@ describe('the permissions check asks for', () => {
       ['keda.sh', 'scaledobjects'],
       ['keda.sh', 'triggerauthentications'],
     ] as const)
-      expect(verbsOf(both, group, resource), resource).toEqual([
-        'get',
-        'list',
-        'watch',
-        'create',
-        'patch',
-        'delete',
-      ]);
+      expect(verbsOf(both, group, resource), resource).toEqual(WRITTEN);
     // Watched as they are asked for: a cluster without their CRDs is never asked to list them.
     expect(watchedKinds(render)).toEqual(
       expect.arrayContaining(['HTTPRoute', 'ScaledObject', 'TriggerAuthentication']),
@@ -123,12 +118,11 @@ describe('the permissions check asks for', () => {
         verbsOf(asked, 'gateway.networking.k8s.io', 'httproutes'),
       ];
     };
-    const written = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
     expect(routes(RenderConfig.parse({}))).toEqual([[], []]);
-    expect(routes(RenderConfig.parse({ ingress: { className: 'nginx' } }))).toEqual([written, ['list']]);
+    expect(routes(RenderConfig.parse({ ingress: { className: 'nginx' } }))).toEqual([WRITTEN, ['list']]);
     expect(routes(RenderConfig.parse({ gateway: { parentRefs: [{ name: 'shared' }] } }))).toEqual([
       ['list'],
-      written,
+      WRITTEN,
     ]);
   });
 
