@@ -96,9 +96,9 @@ export function isThisDeployments(live: Labelled, listenerId: string, deployment
 }
 
 /**
- * Whether a recorded object is deleted for this deployment: this deployment's (isThisDeployments),
- * and not a database's credentials while its volume is kept (docs/design.md, "Database volumes are
- * kept").
+ * Whether prune deletes a live object for this deployment (`run` and `diff` decide alike): this
+ * deployment's (isThisDeployments), and not a database's credentials while its volume is kept
+ * (docs/design.md, "Database volumes are kept").
  */
 export function isPruned(
   live: Labelled & { readonly metadata: { readonly annotations: Readonly<Record<string, string>> } },

@@ -1,5 +1,5 @@
-// Which items of a deployment listing are this listener's: `run` (the poller), `diff` and
-// `status` all ask this one function, so what they show is what the agent acts on.
+// Which items of a deployment listing are this listener's: `run` (the poller), `diff`, `status`
+// and `suspend` all ask this one function, so what they show is what the agent acts on.
 import type { CompleteListing, InvalidItem } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { isBoundTo } from '../objects/ownership.ts';
