@@ -26,6 +26,7 @@ import { terminalJson, terminalText } from '../report/terminalText.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { type CommandSetup, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, type ConfigFlagValues } from './configFlags.ts';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 
 export const CHECK_USAGE = `Usage: k8s-listener check [options] [--output text|json]
 
@@ -64,16 +65,13 @@ export interface CheckIo {
   readonly stderr?: NodeJS.WritableStream;
 }
 
-/** A usage error (unknown flag, bad --output): 2, as the other commands. */
-export const CHECK_EXIT_USAGE = 2;
-
 export async function runCheckCommand(
   argv: readonly string[],
   io: CheckIo = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   const usage = (message: string): number => {
     (io.stderr ?? process.stderr).write(`${AGENT_NAME} check: ${terminalText(message)}\n\n${CHECK_USAGE}`);
-    return CHECK_EXIT_USAGE;
+    return EXIT_USAGE;
   };
   let values: ReturnType<typeof parseFlags>['values'];
   try {
@@ -90,7 +88,7 @@ export async function runCheckCommand(
   }
   const report = await runPreflight(values);
   io.stdout.write(values.output === 'json' ? `${terminalJson(report, 2)}\n` : formatChecklist(report));
-  return report.ok ? 0 : 1;
+  return report.ok ? EXIT_OK : EXIT_FAILED;
 }
 
 function parseFlags(argv: readonly string[]) {

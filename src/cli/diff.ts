@@ -11,6 +11,7 @@ import { countChanges, describeCounts, formatChange } from '../report/changeSetT
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { commandDigestKey, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
+import { EXIT_DIFFERENCES, EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 
 export const DIFF_USAGE = `Usage: k8s-listener diff [DEPLOYMENT] [options] [--output diff|json|yaml]
 
@@ -52,7 +53,7 @@ export async function runDiffCommand(
     io.stderr.write(
       terminalLine(`k8s-listener diff: ${error instanceof Error ? error.message : String(error)}`),
     );
-    return 2;
+    return EXIT_USAGE;
   }
 }
 
@@ -123,12 +124,12 @@ function servedBy(config: AgentConfig, listener: Listener): string[] {
 
 /** 2 when any deployment could not be compared, else 1 when anything would change, else 0. */
 export function exitStatus(preview: Preview): number {
-  if (preview.deployments.some((d) => d.state === 'invalid' || d.state === 'failed')) return 2;
+  if (preview.deployments.some((d) => d.state === 'invalid' || d.state === 'failed')) return EXIT_USAGE;
   const changed = preview.deployments.some(
     (d) =>
       (d.state === 'present' || d.state === 'deleted') && d.changes.some((c) => c.action !== 'unchanged'),
   );
-  return changed ? 1 : 0;
+  return changed ? EXIT_DIFFERENCES : EXIT_OK;
 }
 
 /** What diff prints on stdout: the text, or the document, each escaping what tenants wrote. */

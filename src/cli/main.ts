@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Entry point: `k8s-listener <command>`. Each command lives in its own module, loaded on demand.
 import { terminalLine } from '../report/terminalText.ts';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 
 const USAGE = `Usage: k8s-listener <command> [options]
 
@@ -39,7 +40,7 @@ const [name, ...rest] = process.argv.slice(2);
 const load = name === undefined ? undefined : commands[name];
 if (!load) {
   process.stderr.write(USAGE);
-  process.exit(name === undefined || name === '--help' || name === '-h' ? 0 : 2);
+  process.exit(name === undefined || name === '--help' || name === '-h' ? EXIT_OK : EXIT_USAGE);
 }
 try {
   process.exitCode = await (await load())(rest);
@@ -49,5 +50,5 @@ try {
   process.stderr.write(
     terminalLine(`k8s-listener ${name}: ${error instanceof Error ? error.message : String(error)}`),
   );
-  process.exitCode = 1;
+  process.exitCode = EXIT_FAILED;
 }

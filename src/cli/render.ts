@@ -6,10 +6,12 @@ import { parse as parseYaml } from 'yaml';
 import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts';
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { maskSecret } from '../kube/serverDiff.ts';
+import { formatObjectRef } from '../objects/objectRef.ts';
 import { renderEntry, resolveDesired } from '../reconcile/desiredState.ts';
 import { maskSecretDigests } from '../render/digestAnnotations.ts';
 import { RenderConfig, type RenderResult, renderFromJson } from '../render/index.ts';
 import { terminalLine, terminalYaml } from '../report/terminalText.ts';
+import { EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 import { createLogger } from './logger.ts';
 
 export const RENDER_USAGE = `Usage:
@@ -46,7 +48,7 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
   });
   if (values.help || (!values.file && !values.id)) {
     process.stdout.write(RENDER_USAGE);
-    return values.help ? 0 : 2;
+    return values.help ? EXIT_OK : EXIT_USAGE;
   }
   // The same strictness and messages as the agent's own start: an unknown key anywhere is refused.
   const config = values.config
@@ -75,7 +77,7 @@ export async function runRenderCommand(argv: readonly string[]): Promise<number>
   // A tenant's strings escaped where they would reach a terminal raw; kubectl reads the same values.
   const documents = objects.map(
     (object) =>
-      `${terminalLine(`# Source: ${object.kind}/${object.metadata.namespace}/${object.metadata.name}`)}${terminalYaml(object, { lineWidth: 0, version: '1.1' })}`,
+      `${terminalLine(`# Source: ${formatObjectRef(object)}`)}${terminalYaml(object, { lineWidth: 0, version: '1.1' })}`,
   );
   process.stdout.write(`---\n${documents.join('---\n')}`);
   return 0;

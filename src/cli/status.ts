@@ -14,16 +14,14 @@ import {
 import {
   agentChangesWaiting,
   type DeploymentDetail,
-  EXIT_FAILED,
-  EXIT_USAGE,
   formatDeploymentDetail,
   formatStatusTable,
   type StatusList,
-  statusExitCode,
 } from '../report/statusView.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { type CommandSetup, commandDigestKey, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
+import { EXIT_FAILED, EXIT_USAGE, statusExitCode } from './exitCodes.ts';
 
 export const STATUS_USAGE = `Usage: k8s-listener status [DEPLOYMENT] [options] [--output table|json|yaml] [--watch]
 

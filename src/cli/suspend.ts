@@ -10,6 +10,7 @@ import { selfUserName } from '../kube/accessReview.ts';
 import type { KubeClient } from '../kube/kubeClient.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
 import { InventoryStore } from '../reconcile/inventoryStore.ts';
+import { listenerItems } from '../reconcile/listenerItems.ts';
 import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
 import {
   changeSuspensions,
@@ -22,10 +23,10 @@ import {
   suspensionOf,
   suspensionsRef,
 } from '../reconcile/suspensions.ts';
-import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from '../report/statusView.ts';
 import { terminalLine } from '../report/terminalText.ts';
 import { type CommandSetup, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
+import { EXIT_FAILED, EXIT_IN_PROGRESS, EXIT_USAGE } from './exitCodes.ts';
 
 type Verb = 'suspend' | 'resume';
 /** As the entry's schema allows (suspensions.ts). */
@@ -211,7 +212,7 @@ async function resolveDeployment(
   }
   const listener = await controlPlane.getListener(config.listenerId);
   const listing = await controlPlane.listAllDeployments({ remote_reconciled: true });
-  const ours = listing.items.filter((d) => d.source_config.listener_id === config.listenerId);
+  const ours = listenerItems(listing, config.listenerId, new Set()).mine;
   const byId = ours.filter((d) => d.id === nameOrId);
   const matches = byId.length > 0 ? byId : ours.filter((d) => d.name === nameOrId);
   if (matches.length > 1)

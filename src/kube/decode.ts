@@ -3,8 +3,9 @@
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
+import { formatRef } from '../objects/objectRef.ts';
 import { KubeApiError, KubeResponseError, type KubeStatusCause, type KubeVerb } from './errors.ts';
-import { formatRef, type ResourceType } from './resources.ts';
+import type { ResourceType } from './resources.ts';
 
 /** Metadata of an object read back from the API server. */
 export interface LiveObjectMeta {

@@ -1,6 +1,6 @@
 // Typed errors of the Kubernetes client: they name the object and the verb, carry the API
 // server's status and reason, and never echo what a Secret's Status message might contain.
-import { formatRef } from './resources.ts';
+import { formatRef } from '../objects/objectRef.ts';
 
 export type KubeVerb = 'apply' | 'create' | 'get' | 'list' | 'watch' | 'update' | 'patch' | 'delete';
 

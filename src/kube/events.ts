@@ -2,11 +2,11 @@
 // recurring failure does not flood the API server. Recording never throws.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { formatRef } from '../objects/objectRef.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
 import { isNotFound } from './errors.ts';
 import type { KubeClient, LiveKubeObject } from './kubeClient.ts';
 import { formatMicroTime } from './microTime.ts';
-import { formatRef } from './resources.ts';
 
 export type EventType = 'Normal' | 'Warning';
 

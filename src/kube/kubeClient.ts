@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { parseJsonOrUndefined } from '../jsonText.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
+import { formatRef } from '../objects/objectRef.ts';
 import { FIELD_MANAGER } from '../objects/ownership.ts';
 import {
   decodeListPage,
@@ -18,7 +19,6 @@ import { type ClusterConnection, loadKubeconfig } from './kubeconfig.ts';
 import type { RateLimit } from './rateLimiter.ts';
 import {
   findResourceType,
-  formatRef,
   type KindRef,
   type ManagedKind,
   type ObjectRef,

@@ -1,4 +1,6 @@
-// The static table of the Kubernetes kinds this agent touches, and how each maps to its API path.
+// The Kubernetes kinds this agent touches as API resources (derived from the kind table,
+// objects/kinds.ts), and how each maps to its API path.
+import { KIND_ROWS, type TableKind } from '../objects/kinds.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 
 export interface KindRef {
@@ -33,63 +35,21 @@ export interface ResourceType {
   readonly namespaced: boolean;
 }
 
-function core(kind: string, plural: string, namespaced = true): ResourceType {
-  return { apiVersion: 'v1', kind, group: '', version: 'v1', plural, namespaced };
-}
-
-function grouped(group: string, version: string, kind: string, plural: string): ResourceType {
-  return { apiVersion: `${group}/${version}`, kind, group, version, plural, namespaced: true };
-}
-
-const TYPES: readonly ResourceType[] = [
-  core('Secret', 'secrets'),
-  core('Service', 'services'),
-  core('ConfigMap', 'configmaps'),
-  core('PersistentVolumeClaim', 'persistentvolumeclaims'),
-  core('PodTemplate', 'podtemplates'),
-  core('Pod', 'pods'),
-  core('Event', 'events'),
-  core('Namespace', 'namespaces', false),
-  grouped('apps', 'v1', 'Deployment', 'deployments'),
-  grouped('apps', 'v1', 'StatefulSet', 'statefulsets'),
-  grouped('apps', 'v1', 'ReplicaSet', 'replicasets'),
-  grouped('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers'),
-  grouped('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets'),
-  grouped('networking.k8s.io', 'v1', 'Ingress', 'ingresses'),
-  grouped('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies'),
-  // Custom resources: served only where their CRDs are installed (the Gateway API's, KEDA's), and
-  // asked for only when the render configuration uses them.
-  grouped('gateway.networking.k8s.io', 'v1', 'HTTPRoute', 'httproutes'),
-  grouped('keda.sh', 'v1alpha1', 'ScaledObject', 'scaledobjects'),
-  grouped('keda.sh', 'v1alpha1', 'TriggerAuthentication', 'triggerauthentications'),
-  grouped('coordination.k8s.io', 'v1', 'Lease', 'leases'),
-  grouped('events.k8s.io', 'v1', 'Event', 'events'),
-];
+/** The resource table: every kind of the kind table (objects/kinds.ts), with its API path's parts. */
+const TYPES: readonly ResourceType[] = KIND_ROWS.map(({ kind, group, version, plural, namespaced }) => ({
+  apiVersion: group === '' ? version : `${group}/${version}`,
+  kind,
+  group,
+  version,
+  plural,
+  namespaced,
+}));
 
 /**
  * Kinds addressable by name alone. `Event` means `events.k8s.io/v1` (what EventRecorder writes);
  * core/v1 Events are reachable through a `KindRef`.
  */
-export type ManagedKind =
-  | 'Secret'
-  | 'Service'
-  | 'ConfigMap'
-  | 'PersistentVolumeClaim'
-  | 'PodTemplate'
-  | 'Pod'
-  | 'Event'
-  | 'Namespace'
-  | 'Deployment'
-  | 'StatefulSet'
-  | 'ReplicaSet'
-  | 'HorizontalPodAutoscaler'
-  | 'PodDisruptionBudget'
-  | 'Ingress'
-  | 'NetworkPolicy'
-  | 'HTTPRoute'
-  | 'ScaledObject'
-  | 'TriggerAuthentication'
-  | 'Lease';
+export type ManagedKind = TableKind;
 
 const BY_NAME: Readonly<Record<ManagedKind, ResourceType>> = (() => {
   const table: Partial<Record<string, ResourceType>> = {};
@@ -124,16 +84,4 @@ export function resourcePath(type: ResourceType, namespace: string | undefined, 
     type.namespaced && namespace !== undefined ? `/namespaces/${encodeURIComponent(namespace)}` : '';
   const item = name === undefined ? '' : `/${encodeURIComponent(name)}`;
   return `${root}${scope}/${type.plural}${item}`;
-}
-
-/** `Kind/namespace/name` (or `Kind/name` for cluster-scoped objects): how errors and logs name an object. */
-export function formatRef(ref: {
-  kind: string;
-  namespace?: string | undefined;
-  name?: string | undefined;
-}): string {
-  const parts = [ref.kind];
-  if (ref.namespace !== undefined && ref.namespace !== '') parts.push(ref.namespace);
-  if (ref.name !== undefined) parts.push(ref.name);
-  return parts.join('/');
 }

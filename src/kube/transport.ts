@@ -5,12 +5,12 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import type { Logger } from 'pino';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { Agent, type Dispatcher, request } from 'undici';
+import { formatRef } from '../objects/objectRef.ts';
 import { errorCode, isTimeout, type RequestTarget, statusError } from './decode.ts';
 import { KubeApiError, type KubeVerb } from './errors.ts';
 import type { ClientCertificate, ClusterConnection, Credentials } from './kubeconfig.ts';
 import { KubeconfigError } from './kubeconfigError.ts';
 import { type RateLimit, TokenBucket } from './rateLimiter.ts';
-import { formatRef } from './resources.ts';
 
 /** Per-call options: an abort signal (e.g. leadership lost) and a tighter timeout. */
 export interface CallOptions {

@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import type { EventRecorder, KubeClient } from '../kube/index.ts';
 import type { DesiredState } from '../reconcile/desiredState.ts';
-import { type InventoryStore, inventoryName } from '../reconcile/inventoryStore.ts';
+import { type InventoryStore, inventoryRef } from '../reconcile/inventoryStore.ts';
 import {
   type ActiveSuspension,
   changedSuspensions,
@@ -111,16 +111,11 @@ export class SuspensionFollower {
         `deployment ${note}`,
       );
       const placement = this.#o.inventories.get(id)[0];
-      await this.#o.events.record(
-        placement
-          ? { apiVersion: 'v1', kind: 'ConfigMap', namespace: placement.namespace, name: inventoryName(id) }
-          : suspensions,
-        {
-          type: now ? 'Warning' : 'Normal',
-          reason: now ? 'Suspended' : 'Resumed',
-          note: `deployment ${id} ${note}`,
-        },
-      );
+      await this.#o.events.record(placement ? inventoryRef(id, placement.namespace) : suspensions, {
+        type: now ? 'Warning' : 'Normal',
+        reason: now ? 'Suspended' : 'Resumed',
+        note: `deployment ${id} ${note}`,
+      });
     }
     this.#count();
     await this.#acknowledge(fresh, signal);

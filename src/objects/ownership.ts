@@ -1,5 +1,6 @@
 // Labels and annotations that mark what this agent owns (docs/design.md, "Ownership labels").
 // The listener-id label is what every list, watch and prune is scoped by.
+import { formatObjectRef } from './objectRef.ts';
 
 export const AGENT_NAME = 'k8s-listener';
 export const FIELD_MANAGER = 'k8s-listener';
@@ -28,6 +29,13 @@ export const ANNOTATION_DEPLOYMENT_NAME = `${PREFIX}/deployment-name`;
 
 /** A Secret the reconciler creates once (filling the generated keys) and never overwrites. */
 export const ANNOTATION_CREATE_ONLY = `${PREFIX}/create-only`;
+/** Whether an object is created once and never overwritten (`run`, `diff` and `status` ask this). */
+export function isCreateOnly(object: {
+  readonly metadata: { readonly annotations: Readonly<Record<string, string>> };
+}): boolean {
+  return object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
+}
+
 /** Comma-separated keys of a create-only Secret whose values the reconciler generates. */
 export const ANNOTATION_GENERATED_KEYS = `${PREFIX}/generated-keys`;
 
@@ -63,23 +71,68 @@ interface Labelled {
  * "Never adopt"). `run` refuses the deployment with this reason; `diff` shows the same.
  */
 export function whyNotOurs(object: Labelled, live: Labelled, deploymentId: string): string | undefined {
-  const name = `${object.kind}/${object.metadata.namespace}/${object.metadata.name}`;
-  if (live.metadata.labels[LABEL_LISTENER_ID] !== object.metadata.labels[LABEL_LISTENER_ID])
-    return `${name} exists and is not managed by this listener`;
+  const name = formatObjectRef(object);
+  if (!sameListener(live, object)) return `${name} exists and is not managed by this listener`;
   if (live.metadata.labels[LABEL_DEPLOYMENT_ID] !== deploymentId)
     return `${name} belongs to another deployment of this listener`;
   return undefined;
 }
 
+/** Whether two objects carry the same listener's label (or both none). */
+export function sameListener(a: Labelled, b: Labelled): boolean {
+  return a.metadata.labels[LABEL_LISTENER_ID] === b.metadata.labels[LABEL_LISTENER_ID];
+}
+
 /**
- * Whether a recorded object may be deleted for this deployment: it still carries this listener's
- * label and this deployment's id (never another's object that took a recorded name since).
+ * Whether a found object is this deployment's: it carries this listener's label and this
+ * deployment's id. Only such an object is deleted for the deployment (never another's object that
+ * took a recorded name since), and only such a route's host is the deployment's own.
  */
-export function isPrunable(live: Labelled, listenerId: string, deploymentId: string): boolean {
+export function isThisDeployments(live: Labelled, listenerId: string, deploymentId: string): boolean {
   return (
     live.metadata.labels[LABEL_LISTENER_ID] === listenerId &&
     live.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId
   );
+}
+
+/**
+ * Whether prune deletes a live object for this deployment (`run` and `diff` decide alike): this
+ * deployment's (isThisDeployments), and not a database's credentials while its volume is kept
+ * (docs/design.md, "Database volumes are kept").
+ */
+export function isPruned(
+  live: Labelled & { readonly metadata: { readonly annotations: Readonly<Record<string, string>> } },
+  listenerId: string,
+  deploymentId: string,
+  keepVolumes: boolean,
+): boolean {
+  return isThisDeployments(live, listenerId, deploymentId) && !(keepVolumes && isDatabaseCredentials(live));
+}
+
+/** Whether a deployment is bound to this listener in the control plane (its `source_config.listener_id`). */
+export function isBoundTo(
+  deployment: { readonly source_config: { readonly listener_id?: string | null | undefined } },
+  listenerId: string,
+): boolean {
+  return deployment.source_config.listener_id === listenerId;
+}
+
+/** Whether labels carry any of the agent's marks: its managed-by label, or a listener id (of any listener). */
+function hasAgentMark(labels: Readonly<Record<string, string>>): boolean {
+  return labels[LABEL_MANAGED_BY] === AGENT_NAME || labels[LABEL_LISTENER_ID] !== undefined;
+}
+
+/**
+ * The deployment an object is the agent's for, and its listener, read off its labels; undefined
+ * when it names no deployment or carries none of the agent's marks (the platform's, or a copy).
+ */
+export function agentHolder(
+  live: Labelled,
+): { readonly deploymentId: string; readonly listenerId: string | undefined } | undefined {
+  const { labels } = live.metadata;
+  const deploymentId = labels[LABEL_DEPLOYMENT_ID];
+  if (deploymentId === undefined || !hasAgentMark(labels)) return undefined;
+  return { deploymentId, listenerId: labels[LABEL_LISTENER_ID] };
 }
 
 /** Whose an object a pod names is, as the reference rule reads its labels. */
@@ -101,12 +154,7 @@ export function referenceOwner(live: Labelled, deploymentId: string): ReferenceO
   const { labels } = live.metadata;
   const owner = labels[LABEL_DEPLOYMENT_ID];
   if (owner === deploymentId) return { owner: 'this' };
-  if (
-    labels[LABEL_MANAGED_BY] !== AGENT_NAME &&
-    labels[LABEL_LISTENER_ID] === undefined &&
-    owner === undefined
-  )
-    return { owner: 'platform' };
+  if (!hasAgentMark(labels) && owner === undefined) return { owner: 'platform' };
   return {
     owner: 'other',
     why: owner === undefined ? 'the agent keeps for itself' : 'belongs to another deployment',

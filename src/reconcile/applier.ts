@@ -9,14 +9,15 @@ import type { ObjectCache } from '../kube/objectCache.ts';
 import { withoutBody } from '../objects/body.ts';
 import { secretData } from '../objects/fields.ts';
 import { WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import {
-  ANNOTATION_CREATE_ONLY,
   ANNOTATION_GENERATED_KEYS,
   ANNOTATION_SPEC_HASH,
   describeHolder,
+  isCreateOnly,
   isDatabaseCredentials,
   KEPT_VOLUME_DECISION,
-  LABEL_LISTENER_ID,
+  sameListener,
   whyNotOurs,
 } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
@@ -246,8 +247,7 @@ export class Applier {
           signal,
         });
       await this.#o.inventories.remove(deploymentId, namespace, signal);
-      if (made.length > 0)
-        log.info({ objects: made.map((o) => `${o.kind}/${o.metadata.name}`) }, 'first apply refused: undone');
+      if (made.length > 0) log.info({ objects: made.map(formatLocalRef) }, 'first apply refused: undone');
     } catch (error) {
       log.warn(
         { err: error },
@@ -264,7 +264,7 @@ export class Applier {
   ): Promise<LiveKubeObject> {
     const { object } = step;
     const { live, before, why } = await this.#send(step, deploymentId, false, signal);
-    if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true' || why === undefined) return live;
+    if (isCreateOnly(object) || why === undefined) return live;
     this.#o.metrics.objectsApplied.inc({ kind: object.kind });
     // Our spec did not change, the object did: someone else edited a field we set. Say which
     // field on the object (its path, never a value); the recorder folds repeats into one Event.
@@ -303,8 +303,7 @@ export class Applier {
     }
     const found = await this.#o.kube.get(refOf(object), { signal });
     // Made and removed by someone else while we created it: not a verdict, so tried again.
-    if (!found)
-      throw new Error(`${object.kind}/${object.metadata.name} appeared and went while being created`);
+    if (!found) throw new Error(`${formatLocalRef(object)} appeared and went while being created`);
     const taken = takenBy(object, found, deploymentId);
     const refused = [namespacedRef(object)];
     if (taken?.handOver)
@@ -332,10 +331,9 @@ export class Applier {
     dryRun: boolean,
     signal: AbortSignal | undefined,
   ): Promise<LiveKubeObject> {
-    const live =
-      object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true'
-        ? await this.#o.kube.create(dryRun ? object : withGeneratedKeys(object), { signal, dryRun })
-        : await this.#o.kube.apply(unread ? createOnly(object) : object, { force: true, signal, dryRun });
+    const live = isCreateOnly(object)
+      ? await this.#o.kube.create(dryRun ? object : withGeneratedKeys(object), { signal, dryRun })
+      : await this.#o.kube.apply(unread ? createOnly(object) : object, { force: true, signal, dryRun });
     return dryRun ? live : this.written(live);
   }
 
@@ -378,14 +376,11 @@ export function takenBy(
 ): { readonly message: string; readonly handOver: boolean } | undefined {
   const verdict = whyNotOurs(object, live, deploymentId);
   if (verdict === undefined) return undefined;
-  const kept =
-    isDatabaseCredentials(object) &&
-    isDatabaseCredentials(live) &&
-    live.metadata.labels[LABEL_LISTENER_ID] === object.metadata.labels[LABEL_LISTENER_ID];
+  const kept = isDatabaseCredentials(object) && isDatabaseCredentials(live) && sameListener(live, object);
   if (!kept) return { message: verdict, handOver: false };
   return {
     message:
-      `${object.kind}/${object.metadata.name}, the password of a kept database volume, exists and ${describeHolder(live)}: ` +
+      `${formatLocalRef(object)}, the password of a kept database volume, exists and ${describeHolder(live)}: ` +
       KEPT_VOLUME_DECISION,
     handOver: true,
   };
@@ -420,7 +415,7 @@ function logWrites(steps: readonly ApplyStep[], log: Logger): boolean {
     log.info(
       {
         objects: writes.map(
-          ({ object, why }) => `${object.kind}/${object.metadata.name}: ${why ? describeWrite(why) : ''}`,
+          ({ object, why }) => `${formatLocalRef(object)}: ${why ? describeWrite(why) : ''}`,
         ),
       },
       'applying',
@@ -441,7 +436,7 @@ export function whyWrite(
   isSlim: (live: LiveKubeObject) => boolean = () => false,
 ): WriteReason | undefined {
   if (!live) return { kind: 'missing' };
-  if (object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true') return undefined;
+  if (isCreateOnly(object)) return undefined;
   if (live.metadata.annotations[ANNOTATION_SPEC_HASH] !== object.metadata.annotations[ANNOTATION_SPEC_HASH])
     return { kind: 'spec-changed' };
   const path = driftPath(isSlim(live) ? withoutBody(object) : object, live);

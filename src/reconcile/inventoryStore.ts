@@ -2,7 +2,7 @@
 // so that it survives restarts and a leader change. A cache mirrors what the leader wrote.
 import { z } from 'zod';
 import { parseJsonOrUndefined } from '../jsonText.ts';
-import { findResourceType, type ObjectRef } from '../kube/resources.ts';
+import { findResourceType } from '../kube/resources.ts';
 import { configMapData } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
@@ -45,9 +45,17 @@ export function inventoryName(deploymentId: string): string {
   return `k8s-listener-inv-${deploymentId}`;
 }
 
-/** The reference of a deployment's inventory ConfigMap in one namespace. */
-export function inventoryRef(deploymentId: string, namespace: string): ObjectRef & { namespace: string } {
+/**
+ * A deployment's inventory ConfigMap in one namespace: where the agent records what it wrote, and
+ * the object of the Events and the status annotation about the whole deployment.
+ */
+export function inventoryRef(deploymentId: string, namespace: string): InventoryEntry {
   return { apiVersion: 'v1', kind: 'ConfigMap', namespace, name: inventoryName(deploymentId) };
+}
+
+/** The label selector of this listener's inventory ConfigMaps. */
+export function inventorySelector(listenerId: string): string {
+  return `${LABEL_LISTENER_ID}=${listenerId},${LABEL_COMPONENT}=${COMPONENT}`;
 }
 
 /** What the store asks of the Kubernetes client: listings to load, an apply and a delete to keep. */
@@ -86,7 +94,7 @@ export class InventoryStore {
   async add(namespace: string, signal?: AbortSignal): Promise<void> {
     const items = await this.#kube.list('ConfigMap', {
       namespace,
-      labelSelector: `${LABEL_LISTENER_ID}=${this.#listenerId},${LABEL_COMPONENT}=${COMPONENT}`,
+      labelSelector: inventorySelector(this.#listenerId),
       signal,
     });
     for (const item of items) {

@@ -7,6 +7,7 @@
 // and deletes.
 import type { LiveKubeObject } from '../kube/index.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { LABEL_INSTANCE } from '../objects/ownership.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 
@@ -36,7 +37,7 @@ export function volumesByName(objects: readonly LiveKubeObject[]): NamedVolume[]
   for (const object of objects) {
     if (object.metadata.deletionTimestamp !== undefined) continue;
     const namespace = object.metadata.namespace ?? '';
-    const name = object.metadata.labels[LABEL_INSTANCE] ?? `${object.kind}/${object.metadata.name}`;
+    const name = object.metadata.labels[LABEL_INSTANCE] ?? formatLocalRef(object);
     const key = volumeKey(namespace, name);
     const seen = byKey.get(key) ?? { namespace, name, objects: [] };
     seen.objects.push(object);

@@ -1,7 +1,8 @@
-// Which items of a deployment listing are this listener's: `run` (the poller), `diff` and
-// `status` all ask this one function, so what they show is what the agent acts on.
+// Which items of a deployment listing are this listener's: `run` (the poller), `diff`, `status`
+// and `suspend` all ask this one function, so what they show is what the agent acts on.
 import type { CompleteListing, InvalidItem } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
+import { isBoundTo } from '../objects/ownership.ts';
 
 export interface ListenerItems {
   /** The valid deployments bound to this listener. */
@@ -43,6 +44,6 @@ export function listenerItems(
     }
     if (known.has(item.id) || owner === listenerId) invalid.push({ ...item, id: item.id });
   }
-  const mine = listing.items.filter((d) => d.source_config.listener_id === listenerId);
+  const mine = listing.items.filter((d) => isBoundTo(d, listenerId));
   return { mine, invalid, foreign, complete };
 }

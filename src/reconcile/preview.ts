@@ -9,7 +9,7 @@ import { KubeApiError } from '../kube/errors.ts';
 import type { KubeClient, LiveKubeObject } from '../kube/kubeClient.ts';
 import { refOf } from '../kube/resources.ts';
 import { type ChangeSetEntry, dryRunDiff, pruneChange } from '../kube/serverDiff.ts';
-import { ANNOTATION_CREATE_ONLY, ANNOTATION_DEPLOYMENT_NAME } from '../objects/ownership.ts';
+import { ANNOTATION_DEPLOYMENT_NAME, isCreateOnly, isPruned } from '../objects/ownership.ts';
 import { maskDigests, withLiveDigests } from '../render/digestAnnotations.ts';
 import type { KubeObject, RenderConfig, RenderProblem } from '../render/index.ts';
 import { renderInputHash, restartsWorkloads } from './agentChange.ts';
@@ -21,7 +21,7 @@ import { keptVolumeCount, renderedVolumeNames } from './keptVolumes.ts';
 import { listenerItems } from './listenerItems.ts';
 import { TerminalError, WaitingError } from './outcome.ts';
 import { decideVanished } from './pruneGuard.ts';
-import { databaseVolumes, earlierVolumesPastKept, isPruned } from './pruner.ts';
+import { databaseVolumes, earlierVolumesPastKept } from './pruner.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { ReferenceGuard } from './referenceGuard.ts';
 import { isRouteKind, routedHosts } from './routedHosts.ts';
@@ -348,8 +348,6 @@ async function ownedLive(
   );
   return live && isPruned(live, options.listener.id, deploymentId, prune.keepVolumes) ? live : undefined;
 }
-
-const isCreateOnly = (object: KubeObject) => object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
 
 /** A change with its digests masked on both sides: compared without them, shown without them. */
 function uncompared(change: ChangeSetEntry): ChangeSetEntry {

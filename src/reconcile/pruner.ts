@@ -5,7 +5,13 @@
 import type { Logger } from 'pino';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject } from '../kube/index.ts';
-import { deploymentSelector, isDatabaseCredentials, isPrunable } from '../objects/ownership.ts';
+import { formatRef } from '../objects/objectRef.ts';
+import {
+  deploymentSelector,
+  isDatabaseCredentials,
+  isPruned,
+  isThisDeployments,
+} from '../objects/ownership.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { entryOf, type InventoryEntry } from './inventory.ts';
 import { type NamedVolume, volumesByName, volumesPastKept } from './keptVolumes.ts';
@@ -43,12 +49,12 @@ export class Pruner {
       name: entry.name,
     };
     const live = await this.#o.kube.get(ref, { signal });
-    if (!live || !isPrunable(live, this.#o.listener().id, deploymentId)) return;
+    if (!live || !isThisDeployments(live, this.#o.listener().id, deploymentId)) return;
     if (!isPruned(live, this.#o.listener().id, deploymentId, options.keepVolumes)) {
-      log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'kept with the database volume');
+      log.info({ object: formatRef(entry) }, 'kept with the database volume');
       return;
     }
-    log.info({ object: `${entry.kind}/${entry.namespace}/${entry.name}` }, 'pruning');
+    log.info({ object: formatRef(entry) }, 'pruning');
     await this.#o.kube.delete(ref, {
       propagationPolicy: 'Background',
       preconditionUid: live.metadata.uid,
@@ -107,19 +113,6 @@ export class Pruner {
     }
     return past;
   }
-}
-
-/**
- * Whether prune deletes a live object for this deployment: `run` and `diff` decide alike. Only
- * this deployment's (isPrunable), and not a database's credentials while its volume is kept.
- */
-export function isPruned(
-  live: LiveKubeObject,
-  listenerId: string,
-  deploymentId: string,
-  keepVolumes: boolean,
-): boolean {
-  return isPrunable(live, listenerId, deploymentId) && !(keepVolumes && isDatabaseCredentials(live));
 }
 
 /**

@@ -5,12 +5,8 @@
 // look of the status path; a host another route serves is refused (routedHosts.ts).
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
-import {
-  describeHolder,
-  KEPT_VOLUME_DECISION,
-  LABEL_DEPLOYMENT_ID,
-  referenceOwner,
-} from '../objects/ownership.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
+import { describeHolder, KEPT_VOLUME_DECISION, referenceOwner } from '../objects/ownership.ts';
 import type { KubeObject } from '../render/index.ts';
 import { podReferences, type Reference } from '../render/references.ts';
 import { type TemplateClaim, templateClaims } from '../render/templateClaims.ts';
@@ -110,11 +106,12 @@ export class ReferenceGuard {
     const judged: JudgedReference[] = [];
     for (const [i, { ref, named, bound }] of looked.entries()) {
       const live = found[i];
-      const what = `${ref.kind}/${ref.name}`;
+      const what = formatLocalRef(ref);
       if (bound.length > 0) {
         // A claim its own StatefulSets make when they run, this deployment's by its id alone.
-        if (!live || live.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId) continue;
+        if (!live) continue;
         const owner = referenceOwner(live, deploymentId);
+        if (owner.owner === 'this') continue;
         if (owner.owner === 'other' && named.length > 0) {
           foreignTargets.push(ref);
           for (const { path } of named) foreign.push(`${path} names ${what}, which ${owner.why}`);

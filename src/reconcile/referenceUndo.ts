@@ -8,7 +8,8 @@
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { POD_TEMPLATE_KINDS } from '../objects/kinds.ts';
-import { isPrunable } from '../objects/ownership.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
+import { isThisDeployments } from '../objects/ownership.ts';
 import { podReferences, REFERENCE_KINDS } from '../render/references.ts';
 import { entryId } from './inventory.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
@@ -38,12 +39,12 @@ export async function undoReferences(
   const undone: string[] = [];
   for (const ref of workloads) {
     const live = await options.kube.get(ref, { signal });
-    if (!live || !isPrunable(live, options.listenerId(), deploymentId)) continue;
+    if (!live || !isThisDeployments(live, options.listenerId(), deploymentId)) continue;
     const fields = podReferences([live])
       .filter((r) =>
         named.has(entryId({ apiVersion: 'v1', kind: r.kind, namespace: r.namespace, name: r.name })),
       )
-      .map((r) => `${r.path} names ${r.kind}/${r.name}`);
+      .map((r) => `${r.path} names ${formatLocalRef(r)}`);
     if (fields.length === 0) continue;
     await options.kube.delete(ref, {
       propagationPolicy: 'Background',
@@ -64,7 +65,7 @@ export async function undoReferences(
 }
 
 function describe(live: LiveKubeObject): string {
-  return `${live.kind}/${live.metadata.name}`;
+  return formatLocalRef(live);
 }
 
 /**

@@ -1,13 +1,11 @@
-// The Kubernetes permissions the agent needs, derived from what it does: the kinds render writes
-// (read back, applied, pruned), the kinds the agent watches, the inventory, rollout status, Events
-// and leader election. `k8s-listener check` asks the API server about each; keep it in step.
-import { KubeUnsupportedKindError } from '../kube/errors.ts';
-import { resourceTypeOf } from '../kube/resources.ts';
+// The Kubernetes permissions the agent needs, derived from the kind table (objects/kinds.ts): the
+// kinds it writes (read back, applied — created or patched — and pruned), the kinds it watches, the
+// inventory, rollout status and Events; and, by name, its Lease, digest key and suspensions.
+// `k8s-listener check` asks the API server about each.
+import { isEnabled, KIND_ROWS, type KindRow, type KindSettings, type Verb } from '../objects/kinds.ts';
 import { DIGEST_KEY_SECRET } from '../objects/ownership.ts';
-import type { RenderConfig } from '../render/renderConfig.ts';
 import type { ReconcileConfig } from './reconcileConfig.ts';
 import { SUSPENSIONS_CONFIGMAP } from './suspensions.ts';
-import { OBSERVED_KINDS, WATCHED_KINDS } from './watchedKinds.ts';
 
 export interface RequiredAccess {
   /** '' for the core group. */
@@ -20,123 +18,84 @@ export interface RequiredAccess {
   readonly why: string;
 }
 
-type WrittenKind =
-  | 'Deployment'
-  | 'StatefulSet'
-  | 'Service'
-  | 'Secret'
-  | 'PodTemplate'
-  | 'HorizontalPodAutoscaler'
-  | 'PodDisruptionBudget'
-  | 'Ingress'
-  | 'NetworkPolicy'
-  | 'HTTPRoute'
-  | 'ScaledObject'
-  | 'TriggerAuthentication';
-
-const WATCHED: ReadonlySet<string> = new Set([...WATCHED_KINDS, ...OBSERVED_KINDS]);
-
-function resourceOf(kind: WrittenKind | 'ConfigMap' | 'PersistentVolumeClaim' | 'Pod'): {
-  group: string;
-  resource: string;
-} {
-  const type = resourceTypeOf(kind);
-  if (type === undefined) throw new KubeUnsupportedKindError('', kind);
-  return { group: type.group, resource: type.plural };
+/** The verbs a kind of the table needs in a managed namespace (none: it is asked for elsewhere). */
+function kindVerbs(row: KindRow): Verb[] {
+  const watch: Verb[] = row.watched === undefined ? [] : ['list', 'watch'];
+  // Server-side apply that creates an object is authorized as create, one that changes it as
+  // patch; a written object is read back before a write (get) and pruned (delete).
+  if (row.written !== undefined) return ['get', ...watch, 'create', 'patch', 'delete'];
+  const used = row.uses?.verbs ?? [];
+  if (watch.length === 0) return [...used];
+  // The watcher lists, then watches: watch goes beside list.
+  const at = used.includes('list') ? used.indexOf('list') + 1 : 0;
+  return [...new Set([...used.slice(0, at), ...watch, ...used.slice(at)])];
 }
 
-/** What a watched kind adds: the watcher lists, then watches. */
-function watchVerbs(kind: string): string[] {
-  return WATCHED.has(kind) ? ['list', 'watch'] : [];
+function whyOf(row: KindRow, prune: { readonly keepDatabaseVolumes: boolean }): string {
+  return typeof row.why === 'function' ? row.why(prune) : (row.why ?? row.plural);
 }
 
 /**
- * A kind render writes: read back before a write (get), applied (patch: server-side apply), pruned
- * (delete), and listed and watched when the agent watches it.
+ * What the agent needs in every namespace it manages, read off the kind table: each kind it writes
+ * under this render configuration, watches or otherwise uses for `run`. A custom_url host is
+ * judged against the routes of every route kind, so a route kind not rendered is listed when
+ * another is.
  */
-function written(kind: WrittenKind, why: string, extra: readonly string[] = []): RequiredAccess {
-  return { ...resourceOf(kind), verbs: ['get', ...watchVerbs(kind), ...extra, 'patch', 'delete'], why };
-}
-
-/** What the agent needs in every namespace it manages. */
 export function namespaceAccess(config: {
-  readonly render: Pick<RenderConfig, 'ingress' | 'networkPolicy' | 'gateway' | 'autoscaling'>;
+  readonly render: KindSettings;
   readonly reconcile: Pick<ReconcileConfig, 'prune'>;
 }): RequiredAccess[] {
-  const access: RequiredAccess[] = [
-    written('Deployment', 'the workloads of every deployment'),
-    written('StatefulSet', 'databases and key-value stores'),
-    written('Service', 'the Service of each workload'),
-    // create: a database's credentials Secret is created once, never overwritten.
-    written('Secret', "a deployment's secrets and generated database credentials", ['create']),
-    written('PodTemplate', 'the executor PodTemplate'),
-    written('HorizontalPodAutoscaler', 'autoscaling when max_scale > min_scale'),
-    written('PodDisruptionBudget', 'the PodDisruptionBudget of prod deployments'),
-    {
-      ...resourceOf('ConfigMap'),
-      // The inventory is loaded by listing, written by apply, removed with its deployment; a
-      // ConfigMap a pod names is read to judge whose it is.
-      verbs: [...new Set(['get', 'list', ...watchVerbs('ConfigMap'), 'patch', 'delete'])],
-      why: 'the inventory of each deployment and its status annotation, and whose a ConfigMap a pod names is',
-    },
-    {
-      ...resourceOf('PersistentVolumeClaim'),
-      // get: whose a claim is that a pod names or a StatefulSet would bind (a kept volume). delete:
-      // a renamed deployment keeps reconcile.prune.keptVolumesPerDeployment earlier names' volumes.
-      verbs: [...new Set(['get', 'list', ...watchVerbs('PersistentVolumeClaim'), 'delete'])],
-      why: config.reconcile.prune.keepDatabaseVolumes
-        ? "database volume status, whose an existing claim is before a StatefulSet binds it, and removing the volumes of a renamed deployment's earlier names past reconcile.prune.keptVolumesPerDeployment"
-        : "database volume status, whose an existing claim is before a StatefulSet binds it, and removing the volumes of deleted deployments (prune.keepDatabaseVolumes: false) and of a renamed deployment's earlier names",
-    },
-    {
-      ...resourceOf('Pod'),
-      verbs: [...new Set(['list', ...watchVerbs('Pod')])],
-      why: 'rollout status: pods in a crash loop, an image pull failure or unschedulable (watched)',
-    },
-    {
-      group: '',
-      resource: 'pods/log',
-      verbs: ['get'],
-      why: "the last lines of a crashed container's log, the evidence of a failure sent to its tenant (report.containerLogLines)",
-    },
-    {
-      group: 'events.k8s.io',
-      resource: 'events',
-      // A repeated Event is one object whose series is patched; a failing pod's are listed.
-      verbs: ['create', 'patch', 'list'],
-      why: "rollout Events on each Deployment, and a failing pod's warning Events (the evidence of a failure)",
-    },
-  ];
-  if (config.render.ingress.className !== undefined) {
-    access.push(written('Ingress', 'the Ingress of custom_url (render.ingress.className is set)'));
-  }
-  if (config.render.networkPolicy.enabled) {
-    access.push(written('NetworkPolicy', "each deployment's network fence (render.networkPolicy.enabled)"));
-  }
-  if (config.render.gateway.parentRefs.length > 0) {
-    access.push(written('HTTPRoute', 'the HTTPRoute of custom_url (render.gateway.parentRefs is set)'));
-  }
-  // One registry of hosts: a custom_url host is judged against the routes of both kinds, so the
-  // kind not rendered is listed too (read only).
-  const ingress = config.render.ingress.className !== undefined;
-  const gateway = config.render.gateway.parentRefs.length > 0;
-  if (gateway && !ingress)
-    access.push({
-      ...resourceOf('Ingress'),
-      verbs: ['list'],
-      why: 'whether an Ingress already routes a custom_url host (one holder across both route kinds)',
-    });
-  if (ingress && !gateway)
-    access.push({
-      ...resourceOf('HTTPRoute'),
-      verbs: ['list'],
-      why: 'whether an HTTPRoute already routes a custom_url host (one holder across both route kinds)',
-    });
-  if (config.render.autoscaling.queue === 'keda') {
-    access.push(
-      written('ScaledObject', 'queue workers scaled on runs (render.autoscaling.queue: keda)'),
-      written('TriggerAuthentication', "where KEDA reads each deployment's database connection from"),
-    );
+  return accessOf(config, 'run');
+}
+
+/**
+ * What `k8s-listener status` needs beyond `run` in a managed namespace (it runs in the agent's
+ * pod, with the agent's account): not asked by `check`, granted by the chart.
+ */
+export function statusAccess(config: {
+  readonly render: KindSettings;
+  readonly reconcile: Pick<ReconcileConfig, 'prune'>;
+}): RequiredAccess[] {
+  return accessOf(config, 'status');
+}
+
+function accessOf(
+  config: { readonly render: KindSettings; readonly reconcile: Pick<ReconcileConfig, 'prune'> },
+  by: 'run' | 'status',
+): RequiredAccess[] {
+  const { render } = config;
+  const routes = KIND_ROWS.filter((row) => row.route === true);
+  const routed = routes.some((row) => isEnabled(row, render));
+  const access: RequiredAccess[] = [];
+  // Listed only, after the rendered routes: the route kinds not rendered when another is.
+  const listedRoutes: RequiredAccess[] = [];
+  for (const row of KIND_ROWS) {
+    if (!row.namespaced || (row.uses?.by ?? 'run') !== by) continue;
+    if (isEnabled(row, render)) {
+      const verbs = kindVerbs(row);
+      if (verbs.length > 0) {
+        access.push({
+          group: row.group,
+          resource: row.plural,
+          verbs,
+          why: whyOf(row, config.reconcile.prune),
+        });
+        for (const sub of row.subresources ?? [])
+          access.push({
+            group: row.group,
+            resource: `${row.plural}/${sub.name}`,
+            verbs: [...sub.verbs],
+            why: sub.why,
+          });
+      }
+    } else if (row.route === true && routed && by === 'run')
+      listedRoutes.push({
+        group: row.group,
+        resource: row.plural,
+        verbs: ['list'],
+        why: `whether an ${row.kind} already routes a custom_url host (one holder across both route kinds)`,
+      });
+    if (row === routes.at(-1)) access.push(...listedRoutes);
   }
   return access;
 }

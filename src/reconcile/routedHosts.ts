@@ -7,12 +7,7 @@
 import type { LiveKubeObject } from '../kube/decode.ts';
 import { fieldAt } from '../objects/fields.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
-import {
-  AGENT_NAME,
-  LABEL_DEPLOYMENT_ID,
-  LABEL_LISTENER_ID,
-  LABEL_MANAGED_BY,
-} from '../objects/ownership.ts';
+import { agentHolder, isThisDeployments } from '../objects/ownership.ts';
 
 /** Every kind whose objects route a host: a host's holder is looked for among all of them. */
 export const ROUTE_KINDS = ['Ingress', 'HTTPRoute'] as const;
@@ -60,19 +55,12 @@ export function hostHolder(
   listenerId: string,
 ): string | undefined {
   const naming = routes.filter((route) => hostsOf(route).includes(host));
-  const ours = (route: LiveKubeObject) =>
-    route.metadata.labels[LABEL_LISTENER_ID] === listenerId &&
-    route.metadata.labels[LABEL_DEPLOYMENT_ID] === deploymentId;
   const order = (route: LiveKubeObject) =>
     `${route.metadata.creationTimestamp ?? ''}\u0000${route.metadata.namespace ?? ''}\u0000${route.metadata.name}`;
   const [first] = [...naming].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
-  if (!first || ours(first)) return undefined;
-  const { labels } = first.metadata;
-  const owner = labels[LABEL_DEPLOYMENT_ID];
-  if (
-    owner !== undefined &&
-    (labels[LABEL_MANAGED_BY] === AGENT_NAME || labels[LABEL_LISTENER_ID] !== undefined)
-  )
-    return `deployment ${owner}${labels[LABEL_LISTENER_ID] === listenerId ? '' : ' (of another listener)'}`;
+  if (!first || isThisDeployments(first, listenerId, deploymentId)) return undefined;
+  const holder = agentHolder(first);
+  if (holder)
+    return `deployment ${holder.deploymentId}${holder.listenerId === listenerId ? '' : ' (of another listener)'}`;
   return `${first.kind} ${first.metadata.namespace}/${first.metadata.name}, which this agent does not manage`;
 }

@@ -7,11 +7,12 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Deployment } from '../controlplane/schemas/index.ts';
 import { type KubeClient, KubeUnsupportedKindError, type LiveKubeObject } from '../kube/index.ts';
 import { fieldAt } from '../objects/fields.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import {
-  ANNOTATION_CREATE_ONLY,
   ANNOTATION_DEPLOYMENT_NAME,
   ANNOTATION_SPEC_HASH,
   ANNOTATION_STATUS,
+  isCreateOnly,
   LABEL_COMPONENT,
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
@@ -32,7 +33,7 @@ import { renderInputHash, restartsWorkloads } from './agentChange.ts';
 import { renderEntry, resolveDesired } from './desiredState.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
-import { InventoryStore, inventoryName } from './inventoryStore.ts';
+import { InventoryStore, inventoryRef, inventorySelector } from './inventoryStore.ts';
 import { listenerItems } from './listenerItems.ts';
 import { managedNamespaces } from './managedNamespaces.ts';
 import { DEFAULT_FAILURE_GRACE_MS } from './reconcileConfig.ts';
@@ -389,7 +390,7 @@ async function readCluster(
       }
     }
     const inventoryMaps = await kube
-      .list('ConfigMap', { namespace, labelSelector: `${ownedBy},${LABEL_COMPONENT}=inventory` })
+      .list('ConfigMap', { namespace, labelSelector: inventorySelector(listenerId) })
       .catch((error: unknown) => {
         throw new StatusCollectError(namespace, 'inventories', error);
       });
@@ -420,7 +421,7 @@ function observeObjects(
     const current = live.get(entryId(entry));
     // A create-only Secret is generated once and never written again: it is applied once it
     // exists (its spec hash stays that of its creation), and never compared (its values are the cluster's).
-    const createOnly = object.metadata.annotations[ANNOTATION_CREATE_ONLY] === 'true';
+    const createOnly = isCreateOnly(object);
     const applied =
       current !== undefined &&
       (createOnly ||
@@ -473,12 +474,12 @@ async function eventsOf(kube: KubeClient, namespace: string, found: Observation)
     throw new StatusCollectError(namespace, 'events', error);
   });
   const subjects = new Set([
-    ...found.objects.map((o) => `${o.ref.kind}/${o.ref.name}`),
+    ...found.objects.map((o) => formatLocalRef(o.ref)),
     ...found.claims.map((c) => `PersistentVolumeClaim/${c.metadata.name}`),
     ...pods.map((p) => `Pod/${p.metadata.name}`),
     ...replicaSets.map((r) => `ReplicaSet/${r.metadata.name}`),
     // The inventory: where the agent tells what concerns the whole deployment (suspended, resumed).
-    `ConfigMap/${inventoryName(found.row.id)}`,
+    formatLocalRef(inventoryRef(found.row.id, namespace)),
   ]);
   return events
     .map(eventRow)

@@ -5,6 +5,7 @@
 // and looks whether an owned object or a referenced platform object changed since.
 import type { Deployment, Listener, Revision } from '../controlplane/schemas/index.ts';
 import type { LiveKubeObject, ObjectRef } from '../kube/index.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { canonicalHash } from '../render/canonicalHash.ts';
 import { ReconcileReason } from '../report/reconcileReason.ts';
 import { renderInputHash } from './agentChange.ts';
@@ -82,7 +83,7 @@ export class StatusPath {
       if (!change) continue;
       targets.push(judged.ref);
       for (const path of judged.paths)
-        changed.push(`${path} names ${judged.ref.kind}/${judged.ref.name}, which ${change.owner}`);
+        changed.push(`${path} names ${formatLocalRef(judged.ref)}, which ${change.owner}`);
     }
     if (changed.length === 0) return true;
     this.forget(deploymentId);

@@ -1,6 +1,7 @@
 // Builds the Kubernetes objects of a valid render plan (docs/architecture.md, "Render", has the
 // table). Everything here is total: validation happened in plan.ts.
 import type { Container, VolumeMount } from '../controlplane/schemas/index.ts';
+import { kindEnabled } from '../objects/kinds.ts';
 import type { KubeObject } from '../objects/kubeObject.ts';
 import {
   AGENT_NAME,
@@ -216,7 +217,7 @@ export function buildObjects(plan: RenderPlan, config: RenderConfig, digestKey?:
     objects.push(route);
   }
 
-  if (config.networkPolicy.enabled) objects.push(...networkPolicies(plan, config));
+  if (kindEnabled('NetworkPolicy', config)) objects.push(...networkPolicies(plan, config));
 
   for (const item of objects)
     item.metadata.annotations[ANNOTATION_SPEC_HASH] = canonicalHash(item, digestKey);

@@ -12,7 +12,7 @@ import type {
   VolumeMount,
 } from '../controlplane/schemas/index.ts';
 import { sourceMeaning } from '../controlplane/schemas/index.ts';
-import { isAgentAnnotation } from '../objects/ownership.ts';
+import { isAgentAnnotation, isBoundTo } from '../objects/ownership.ts';
 import { inputExcerpt as excerpt } from '../report/terminalText.ts';
 import { planRunGrace } from './drain.ts';
 import type { RenderProblem } from './errors.ts';
@@ -181,7 +181,7 @@ export function planDeployment(
       `unsupported source ${deployment.source}: a self-hosted listener runs only external_container (external_docker) deployments`,
     );
   }
-  if (deployment.source_config.listener_id !== listener.id) {
+  if (!isBoundTo(deployment, listener.id)) {
     problems.add(
       'source_config.listener_id',
       `the deployment is bound to ${deployment.source_config.listener_id ?? 'no listener'}, not to this listener ${listener.id}`,

@@ -3,6 +3,7 @@
 // contexts, volumes, mounts, annotations) is refused with the field named, never overridden in
 // silence, and nothing reaches the API server that its Pod Security admission would refuse.
 import type { KubeObject } from '../objects/kubeObject.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { inputExcerpt } from '../report/terminalText.ts';
 import type { RenderProblem } from './errors.ts';
 
@@ -75,7 +76,7 @@ export function podTemplateOf(object: KubeObject): { metadata: Json; spec: Json 
 export function checkPodSecurity(object: KubeObject, level: PodSecurityLevel): RenderProblem[] {
   const template = podTemplateOf(object);
   if (!template) return [];
-  const where = `${object.kind}/${object.metadata.name}`;
+  const where = formatLocalRef(object);
   const problems: RenderProblem[] = [];
   const add = (path: string, message: string) =>
     problems.push({ path: `${where} ${path}`, message: `${message} (Pod Security ${level})` });

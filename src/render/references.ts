@@ -3,6 +3,7 @@
 // image pull secrets). Whether each is this deployment's to use is for the reconciler to decide
 // against the cluster. Pure.
 import type { KubeObject } from '../objects/kubeObject.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { podTemplateOf } from './podSecurity.ts';
 
 /** The kinds a pod template can name: the only ones whose change of owner a workload runs on. */
@@ -30,7 +31,7 @@ export function podReferences(objects: readonly KubeObject[]): Reference[] {
     const template = podTemplateOf(object);
     if (!template) continue;
     const namespace = object.metadata.namespace ?? '';
-    const where = `${object.kind}/${object.metadata.name}`;
+    const where = formatLocalRef(object);
     const add = (kind: Reference['kind'], name: unknown, path: string) => {
       const found = text(name);
       if (found) references.push({ kind, namespace, name: found, path: `${where} ${path}` });

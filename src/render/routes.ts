@@ -1,15 +1,17 @@
 // custom_url as a route to the main Service: an Ingress (render.ingress.className) or a Gateway API
 // HTTPRoute (render.gateway.parentRefs) — never both, which the configuration refuses at load.
 
+import { type KindSettings, kindEnabled } from '../objects/kinds.ts';
 import { inputExcerpt } from '../report/terminalText.ts';
 import type { RenderConfig } from './renderConfig.ts';
 
 export type RouteKind = 'Ingress' | 'HTTPRoute';
 
 /** Which kind of route `custom_url` becomes under this configuration, if any. */
-export function routeKindOf(config: Pick<RenderConfig, 'ingress' | 'gateway'>): RouteKind | undefined {
-  if (config.gateway.parentRefs.length > 0) return 'HTTPRoute';
-  if (config.ingress.className !== undefined) return 'Ingress';
+export function routeKindOf(config: KindSettings): RouteKind | undefined {
+  // The settings that turn each route kind on are the kind table's; the configuration refuses both.
+  if (kindEnabled('HTTPRoute', config)) return 'HTTPRoute';
+  if (kindEnabled('Ingress', config)) return 'Ingress';
   return undefined;
 }
 

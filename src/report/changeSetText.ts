@@ -2,9 +2,9 @@
 // on both sides with keys sorted (a stable order), `/dev/null` for the side that does not exist.
 // Secret values were masked before they got here (src/kube/serverDiff.ts). Both sides are a
 // tenant's objects: their YAML is terminal-safe (src/report/terminalText.ts). Pure.
-import { formatRef } from '../kube/resources.ts';
 import type { ChangeAction, ChangeSetEntry } from '../kube/serverDiff.ts';
 import { SecretDataSchema } from '../objects/fields.ts';
+import { formatRef } from '../objects/objectRef.ts';
 import { terminalLine, terminalYaml } from './terminalText.ts';
 import { unifiedDiff } from './unifiedDiff.ts';
 

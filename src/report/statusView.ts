@@ -1,10 +1,11 @@
 // What `k8s-listener status` shows, as pure functions: the row of one deployment derived from what
 // was observed (control plane, inventory, live objects), the table and detail formatters, the
-// documented JSON/YAML shape, and the exit-code rule. The I/O that gathers the observations is
+// documented JSON/YAML shape. The I/O that gathers the observations is
 // src/reconcile/statusCollector.ts.
 import { z } from 'zod';
 import { fieldAt } from '../objects/fields.ts';
 import { ROLLOUT_KINDS, WORKLOAD_KINDS } from '../objects/kinds.ts';
+import { formatLocalRef } from '../objects/objectRef.ts';
 import { ReconcileReason } from './reconcileReason.ts';
 import {
   computeObjectStatus,
@@ -186,8 +187,6 @@ export function workloadsOf(objects: readonly ObservedObject[]): WorkloadReplica
     }));
 }
 
-const refText = (ref: ObjectRef): string => `${ref.kind}/${ref.name}`;
-
 /**
  * The state of one deployment. Failures win (an invalid spec, the agent's own verdict for this
  * revision, a settled revision, a failed workload), then what the agent has yet to apply, then
@@ -253,13 +252,14 @@ export function deriveStatusRow(input: RowInput): StatusRow {
     return row(
       'DEPLOYING',
       'NotApplied',
-      `waiting for the agent to apply ${refText(pending.ref)}${pending.live ? ' (changed)' : ''}`,
+      `waiting for the agent to apply ${formatLocalRef(pending.ref)}${pending.live ? ' (changed)' : ''}`,
     );
   }
   const deleted = input.objects.find((o) => o.desired && o.recorded && !o.live);
-  if (deleted) return row('DRIFTED', 'Drifted', `${refText(deleted.ref)} was deleted by hand`);
+  if (deleted) return row('DRIFTED', 'Drifted', `${formatLocalRef(deleted.ref)} was deleted by hand`);
   const drifted = input.objects.find((o) => o.desired && o.drift !== undefined);
-  if (drifted) return row('DRIFTED', 'Drifted', `${refText(drifted.ref)}: ${drifted.drift} changed by hand`);
+  if (drifted)
+    return row('DRIFTED', 'Drifted', `${formatLocalRef(drifted.ref)}: ${drifted.drift} changed by hand`);
 
   // As the agent reports: a revision once DEPLOYED stays so while an autoscaler adds replicas.
   if (rollout.revisionStatus === 'DEPLOYING' && !(sameRevision && input.annotation?.status === 'DEPLOYED'))
@@ -343,20 +343,6 @@ export function objectStatusRows(
     });
   }
   return rows;
-}
-
-// --- The exit-code rule
-
-export const EXIT_DEPLOYED = 0;
-export const EXIT_FAILED = 1;
-export const EXIT_USAGE = 2;
-export const EXIT_IN_PROGRESS = 3;
-
-/** 0 when every deployment is DEPLOYED, 1 when any failed (failure wins), 3 while any is not yet. */
-export function statusExitCode(rows: readonly Pick<StatusRow, 'state'>[]): number {
-  if (rows.some((r) => r.state === 'DEPLOY_FAILED')) return EXIT_FAILED;
-  if (rows.some((r) => r.state !== 'DEPLOYED')) return EXIT_IN_PROGRESS;
-  return EXIT_DEPLOYED;
 }
 
 // --- Formatting

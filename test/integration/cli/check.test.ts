@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { CheckReport, runCheckCommand } from '../../../src/cli/check.ts';
 import { startEmulator } from '../../../src/emulator/server.ts';
-import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
+import { createNamespace, kubectlWithInput, uniqueNamespace } from '../../support/adminKube.ts';
 import { startWorld, type World } from '../../support/agentHarness.ts';
 import { ControlPlaneTestClient } from '../../support/controlPlaneTestClient.ts';
 
@@ -53,6 +53,104 @@ function failures(lines: readonly string[]): string[] {
   return lines.filter((line) => line.startsWith('✗ '));
 }
 
+const ALL_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+
+/** What the chart grants in a managed namespace, with the verbs of some resources replaced. */
+function namespaceRules(verbsOf: { secrets?: string[]; deployments?: string[] }): unknown[] {
+  return [
+    { apiGroups: [''], resources: ['secrets'], verbs: verbsOf.secrets ?? ALL_VERBS },
+    {
+      apiGroups: [''],
+      resources: ['services', 'configmaps', 'persistentvolumeclaims', 'podtemplates'],
+      verbs: ALL_VERBS,
+    },
+    { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+    { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
+    { apiGroups: ['apps'], resources: ['deployments'], verbs: verbsOf.deployments ?? ALL_VERBS },
+    { apiGroups: ['apps'], resources: ['statefulsets'], verbs: ALL_VERBS },
+    { apiGroups: ['autoscaling'], resources: ['horizontalpodautoscalers'], verbs: ALL_VERBS },
+    { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ALL_VERBS },
+    { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ALL_VERBS },
+    { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch', 'update', 'list'] },
+  ];
+}
+
+/**
+ * As the chart grants it in the agent's own namespace: create any Lease, get and update only the
+ * agent's own; make its digest key, and read it by name; read and acknowledge the suspensions.
+ */
+const OWN_NAMESPACE_RULES: unknown[] = [
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+  {
+    apiGroups: ['coordination.k8s.io'],
+    resources: ['leases'],
+    resourceNames: ['k8s-listener'],
+    verbs: ['get', 'update'],
+  },
+  { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['secrets'], resourceNames: ['k8s-listener-digest-key'], verbs: ['get'] },
+  {
+    apiGroups: [''],
+    resources: ['configmaps'],
+    resourceNames: ['k8s-listener-suspensions'],
+    verbs: ['get', 'patch'],
+  },
+];
+
+/**
+ * A service account of the agent's namespace granted these rules (a Role and its binding per
+ * namespace), and a kubeconfig holding only its token (TokenRequest API), as a Pod would have.
+ */
+async function accountKubeconfig(
+  account: string,
+  grants: readonly (readonly [string, unknown[]])[],
+): Promise<{ kubeconfig: string; account: string; token: string }> {
+  const kube = world.kube;
+  await kube.core.createNamespacedServiceAccount({
+    namespace: ownNamespace,
+    body: { metadata: { name: account } },
+  });
+  const subject = [{ kind: 'ServiceAccount', name: account, namespace: ownNamespace }];
+  for (const [namespace, roleRules] of grants) {
+    await kube.objects.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: account, namespace },
+      rules: roleRules,
+    } as never);
+    await kube.objects.create({
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: account, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: account },
+      subjects: subject,
+    } as never);
+  }
+  const token = await kube.core.createNamespacedServiceAccountToken({
+    name: account,
+    namespace: ownNamespace,
+    body: { spec: { expirationSeconds: 3600, audiences: [] } },
+  });
+  const cluster = kube.config.getCurrentCluster();
+  if (!cluster?.caData || !token.status?.token) throw new Error('no cluster CA or token');
+  const kubeconfig = join(dir, `${account}-kubeconfig`);
+  await writeFile(
+    kubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'c', cluster: { server: cluster.server, 'certificate-authority-data': cluster.caData } },
+      ],
+      users: [{ name: 'sa', user: { token: token.status.token } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'sa' } }],
+      'current-context': 'c',
+    }),
+    { mode: 0o600 },
+  );
+  return { kubeconfig, account, token: token.status.token };
+}
+
 beforeAll(async () => {
   world = await startWorld(inject('kubeconfigPath'), { namespaces: 2 });
   ownNamespace = uniqueNamespace('chk-own');
@@ -83,7 +181,7 @@ describe('k8s-listener check', () => {
         `✓ namespace ${b} (managed) exists`,
         `✓ namespace ${ownNamespace} (the agent's own, for its Lease) exists`,
         `✓ may get, list, watch, create, patch, delete secrets in ${a}`,
-        `✓ may get, list, watch, patch, delete deployments.apps in ${b}`,
+        `✓ may get, list, watch, create, patch, delete deployments.apps in ${b}`,
         `✓ may create, patch, list events.events.k8s.io in ${b}`,
         `✓ may create leases.coordination.k8s.io in ${ownNamespace}`,
         `✓ may get, update leases.coordination.k8s.io/k8s-listener in ${ownNamespace}`,
@@ -107,120 +205,13 @@ describe('k8s-listener check', () => {
 
   it('names the one permission a service account lacks: verb, resource, namespace (exit 1)', async () => {
     const [a, b] = world.namespaces as [string, string];
-    const account = 'check-agent';
-    const kube = world.kube;
-    await kube.core.createNamespacedServiceAccount({
-      namespace: ownNamespace,
-      body: { metadata: { name: account } },
-    });
-    const subject = [{ kind: 'ServiceAccount', name: account, namespace: ownNamespace }];
-    const rules = (secretVerbs: string[]) => [
-      { apiGroups: [''], resources: ['secrets'], verbs: secretVerbs },
-      {
-        apiGroups: [''],
-        resources: ['services', 'configmaps', 'persistentvolumeclaims', 'podtemplates'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-      },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
-      { apiGroups: [''], resources: ['pods/log'], verbs: ['get'] },
-      {
-        apiGroups: ['apps'],
-        resources: ['deployments', 'statefulsets'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-      },
-      {
-        apiGroups: ['autoscaling'],
-        resources: ['horizontalpodautoscalers'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-      },
-      {
-        apiGroups: ['policy'],
-        resources: ['poddisruptionbudgets'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-      },
-      {
-        apiGroups: ['networking.k8s.io'],
-        resources: ['networkpolicies'],
-        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-      },
-      {
-        apiGroups: ['', 'events.k8s.io'],
-        resources: ['events'],
-        verbs: ['create', 'patch', 'update', 'list'],
-      },
-    ];
     const all = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
-    const grants: [string, unknown[]][] = [
-      // Everything the chart grants, but `delete` on Secrets in the first namespace.
-      [a, rules(all.filter((verb) => verb !== 'delete'))],
-      [b, rules(all)],
-      [
-        ownNamespace,
-        // As the chart grants it: create any Lease, get and update only the agent's own; make
-        // its digest key, and read it by name; read and acknowledge the suspensions.
-        [
-          { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
-          {
-            apiGroups: ['coordination.k8s.io'],
-            resources: ['leases'],
-            resourceNames: ['k8s-listener'],
-            verbs: ['get', 'update'],
-          },
-          { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
-          {
-            apiGroups: [''],
-            resources: ['secrets'],
-            resourceNames: ['k8s-listener-digest-key'],
-            verbs: ['get'],
-          },
-          {
-            apiGroups: [''],
-            resources: ['configmaps'],
-            resourceNames: ['k8s-listener-suspensions'],
-            verbs: ['get', 'patch'],
-          },
-        ],
-      ],
-    ];
-    for (const [namespace, roleRules] of grants) {
-      await kube.objects.create({
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name: account, namespace },
-        rules: roleRules,
-      } as never);
-      await kube.objects.create({
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: account, namespace },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: account },
-        subjects: subject,
-      } as never);
-    }
-    // A kubeconfig holding only the account's token (TokenRequest API), as a Pod would have.
-    const token = await kube.core.createNamespacedServiceAccountToken({
-      name: account,
-      namespace: ownNamespace,
-      body: { spec: { expirationSeconds: 3600, audiences: [] } },
-    });
-    const cluster = kube.config.getCurrentCluster();
-    if (!cluster?.caData || !token.status?.token) throw new Error('no cluster CA or token');
-    const kubeconfig = join(dir, 'sa-kubeconfig');
-    await writeFile(
-      kubeconfig,
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [
-          { name: 'c', cluster: { server: cluster.server, 'certificate-authority-data': cluster.caData } },
-        ],
-        users: [{ name: 'sa', user: { token: token.status.token } }],
-        contexts: [{ name: 'c', context: { cluster: 'c', user: 'sa' } }],
-        'current-context': 'c',
-      }),
-      { mode: 0o600 },
-    );
-
+    // Everything the chart grants, but `delete` on Secrets in the first namespace.
+    const { kubeconfig, account, token } = await accountKubeconfig('check-agent', [
+      [a, namespaceRules({ secrets: all.filter((verb) => verb !== 'delete') })],
+      [b, namespaceRules({})],
+      [ownNamespace, OWN_NAMESPACE_RULES],
+    ]);
     const { code, lines, text } = await check(baseConfig(), kubeconfig, 'service-account');
     expect(failures(lines)).toEqual([`✗ may not delete secrets in ${a}`]);
     const at = lines.indexOf(`✗ may not delete secrets in ${a}`);
@@ -232,8 +223,45 @@ describe('k8s-listener check', () => {
     expect(lines).toContain(`✓ namespace ${a} (managed) exists`);
     expect(lines).toContain(`✓ namespace ${ownNamespace} (the agent's own, for its Lease) exists`);
     expect(lines).toContain(`✓ may get, update leases.coordination.k8s.io/k8s-listener in ${ownNamespace}`);
-    expect(lines).toContain(`✓ may get, list, watch, patch, delete deployments.apps in ${a}`);
-    expect(text).not.toContain(token.status.token);
+    expect(lines).toContain(`✓ may get, list, watch, create, patch, delete deployments.apps in ${a}`);
+    expect(text).not.toContain(token);
+    expect(code).toBe(1);
+  });
+
+  it('refuses a Role without create on Deployments: the first server-side apply needs it (exit 1)', async () => {
+    const [a, b] = world.namespaces as [string, string];
+    const { kubeconfig } = await accountKubeconfig('check-no-create', [
+      [a, namespaceRules({ deployments: ALL_VERBS.filter((verb) => verb !== 'create') })],
+      [b, namespaceRules({})],
+      [ownNamespace, OWN_NAMESPACE_RULES],
+    ]);
+    // What run would meet: the server-side apply that creates a Deployment is refused...
+    const deployment = stringify({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'no-create', namespace: a },
+      spec: {
+        selector: { matchLabels: { app: 'no-create' } },
+        template: {
+          metadata: { labels: { app: 'no-create' } },
+          spec: { containers: [{ name: 'c', image: 'example.invalid/app:1' }] },
+        },
+      },
+    });
+    const refused = await kubectlWithInput(
+      inject('clusterBinDir'),
+      kubeconfig,
+      ['apply', '--server-side', '--field-manager=k8s-listener', '-f', '-'],
+      deployment,
+    ).then(
+      () => 'applied',
+      (error: Error) => error.message,
+    );
+    expect(refused).toMatch(/forbidden.*cannot create resource "deployments"/s);
+    const { code, lines } = await check(baseConfig(), kubeconfig, 'no-create');
+    // ...and what check says of it.
+    expect(failures(lines)).toEqual([`✗ may not create deployments.apps in ${a}`]);
+    expect(lines).toContain(`✓ may get, list, watch, create, patch, delete deployments.apps in ${b}`);
     expect(code).toBe(1);
   });
 

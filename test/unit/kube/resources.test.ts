@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import {
   findResourceType,
   formatMicroTime,
-  formatRef,
   isConflict,
   isForbidden,
   isInvalid,
@@ -74,12 +73,6 @@ describe('resource paths', () => {
     expect(findResourceType('v1', 'Node')).toBeUndefined();
     expect(isManagedKind('Ingress')).toBe(true);
     expect(isManagedKind('CronJob')).toBe(false);
-  });
-
-  it('formats object refs', () => {
-    expect(formatRef({ kind: 'Deployment', namespace: 'apps', name: 'web' })).toBe('Deployment/apps/web');
-    expect(formatRef({ kind: 'Namespace', name: 'apps' })).toBe('Namespace/apps');
-    expect(formatRef({ kind: 'ConfigMap', namespace: 'apps' })).toBe('ConfigMap/apps');
   });
 });
 

@@ -1,12 +1,22 @@
+import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { findResourceType, resourceTypeOf } from '../../../src/kube/resources.ts';
 import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
-import { leaseAccess, namespaceAccess, qualifiedResource } from '../../../src/reconcile/requiredAccess.ts';
+import {
+  leaseAccess,
+  namespaceAccess,
+  qualifiedResource,
+  statusAccess,
+} from '../../../src/reconcile/requiredAccess.ts';
 import { OBSERVED_KINDS, watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
 import { RenderConfig, renderDeployment } from '../../../src/render/index.ts';
 import { goldenConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
+import { grantedLines, type RoleRule, requiredLines } from '../../support/roleGrants.ts';
 
 const reconcile = ReconcileConfig.parse({});
+/** What a kind the agent applies needs: read back, listed and watched, created or patched, pruned. */
+const WRITTEN = ['get', 'list', 'watch', 'create', 'patch', 'delete'];
 
 function verbsOf(access: ReturnType<typeof namespaceAccess>, group: string, resource: string): string[] {
   return access.find((a) => a.group === group && a.resource === resource)?.verbs.slice() ?? [];
@@ -22,14 +32,16 @@ describe('the permissions check asks for', () => {
   const kinds = [...new Set(result.value.objects.map((o) => `${o.apiVersion} ${o.kind}`))];
   const access = namespaceAccess({ render: goldenConfig, reconcile });
 
-  it('get, patch and delete on every kind the maximal deployment renders into', () => {
+  // Server-side apply that creates an object is authorized as create: without it the first apply of
+  // each object is refused, though the check would have passed.
+  it('get, create, patch and delete on every kind the maximal deployment renders into', () => {
     expect(kinds.length).toBeGreaterThanOrEqual(8);
     for (const key of kinds) {
       const [apiVersion, kind] = key.split(' ') as [string, string];
       const type = findResourceType(apiVersion, kind);
       expect(type, key).toBeDefined();
       expect(verbsOf(access, type?.group ?? '', type?.plural ?? ''), key).toEqual(
-        expect.arrayContaining(['get', 'patch', 'delete']),
+        expect.arrayContaining(['get', 'create', 'patch', 'delete']),
       );
     }
   });
@@ -45,9 +57,10 @@ describe('the permissions check asks for', () => {
   });
 
   it.each([
-    ['', 'secrets', ['get', 'list', 'watch', 'create', 'patch', 'delete']],
-    ['', 'podtemplates', ['get', 'list', 'watch', 'patch', 'delete']],
-    ['', 'configmaps', ['get', 'list', 'watch', 'patch', 'delete']],
+    ['', 'secrets', WRITTEN],
+    ['', 'podtemplates', WRITTEN],
+    // The inventory ConfigMaps are applied too: created by the first apply.
+    ['', 'configmaps', WRITTEN],
     ['', 'persistentvolumeclaims', ['get', 'list', 'watch', 'delete']],
     ['', 'pods', ['list', 'watch']],
     // The evidence of a failure: a crashed container's log, a failing pod's warning Events.
@@ -87,7 +100,7 @@ describe('the permissions check asks for', () => {
       ['keda.sh', 'scaledobjects'],
       ['keda.sh', 'triggerauthentications'],
     ] as const)
-      expect(verbsOf(both, group, resource), resource).toEqual(['get', 'list', 'watch', 'patch', 'delete']);
+      expect(verbsOf(both, group, resource), resource).toEqual(WRITTEN);
     // Watched as they are asked for: a cluster without their CRDs is never asked to list them.
     expect(watchedKinds(render)).toEqual(
       expect.arrayContaining(['HTTPRoute', 'ScaledObject', 'TriggerAuthentication']),
@@ -105,12 +118,11 @@ describe('the permissions check asks for', () => {
         verbsOf(asked, 'gateway.networking.k8s.io', 'httproutes'),
       ];
     };
-    const written = ['get', 'list', 'watch', 'patch', 'delete'];
     expect(routes(RenderConfig.parse({}))).toEqual([[], []]);
-    expect(routes(RenderConfig.parse({ ingress: { className: 'nginx' } }))).toEqual([written, ['list']]);
+    expect(routes(RenderConfig.parse({ ingress: { className: 'nginx' } }))).toEqual([WRITTEN, ['list']]);
     expect(routes(RenderConfig.parse({ gateway: { parentRefs: [{ name: 'shared' }] } }))).toEqual([
       ['list'],
-      written,
+      WRITTEN,
     ]);
   });
 
@@ -131,5 +143,21 @@ describe('the permissions check asks for', () => {
     expect(leaseAccess({ reconcile: named })[1]?.name).toBe('mine');
     const solo = ReconcileConfig.parse({ leaderElection: { enabled: false } });
     expect(leaseAccess({ reconcile: solo })).toEqual([]);
+  });
+});
+
+describe('the kustomize Role of a watched namespace', () => {
+  // Generated from the chart with deploy/kustomize/chart-values.yaml: the default configuration.
+  it('grants exactly what run and status need under the default render configuration', async () => {
+    const path = new URL('../../../deploy/kustomize/watched-namespace/rbac.yaml', import.meta.url);
+    const docs = parseAllDocuments(await readFile(path, 'utf8')).map(
+      (doc) => doc.toJS() as { kind: string; rules?: RoleRule[] },
+    );
+    const roles = docs.filter((doc) => doc.kind === 'Role');
+    expect(roles).toHaveLength(1);
+    const config = { render: RenderConfig.parse({}), reconcile };
+    expect(grantedLines(roles[0]?.rules ?? [])).toEqual(
+      requiredLines([...namespaceAccess(config), ...statusAccess(config)]),
+    );
   });
 });

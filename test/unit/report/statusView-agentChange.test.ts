@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { statusExitCode } from '../../../src/cli/exitCodes.ts';
 import type { LiveObject } from '../../../src/report/rolloutStatus.ts';
 import {
   AGENT_CHANGE_WAITING,
@@ -12,7 +13,6 @@ import {
   type ObservedObject,
   type RowInput,
   StatusList,
-  statusExitCode,
   withAgentChangeWaiting,
 } from '../../../src/report/statusView.ts';
 

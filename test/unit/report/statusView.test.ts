@@ -21,7 +21,6 @@ import {
   StatusList,
   type StatusRow,
   type StatusState,
-  statusExitCode,
 } from '../../../src/report/statusView.ts';
 
 const NOW = Date.parse('2026-11-22T12:00:00Z');
@@ -288,19 +287,6 @@ status: { readyReplicas: 0 }`),
       }),
     );
     expect(formatReplicas(row.workloads)).toBe('main 2/2 queue 1/1 orchestrator 0/0 db 0/1');
-  });
-});
-
-describe('statusExitCode', () => {
-  it.each<[StatusState[], number]>([
-    [[], 0],
-    [['DEPLOYED', 'DEPLOYED'], 0],
-    [['DEPLOYED', 'DEPLOYING'], 3],
-    [['DEPLOYED', 'DRIFTED'], 3],
-    [['DEPLOYING', 'DEPLOY_FAILED', 'DEPLOYED'], 1],
-    [['DEPLOY_FAILED'], 1],
-  ])('%j → %i', (states, code) => {
-    expect(statusExitCode(states.map((state) => ({ state })))).toBe(code);
   });
 });
 
