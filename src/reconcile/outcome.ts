@@ -4,6 +4,7 @@
 // and metric labels.
 import {
   isAborted,
+  isConflict,
   isNamespaceUnavailable,
   isTransient,
   KubeApiError,
@@ -80,7 +81,9 @@ export class WaitingError extends Error {
  */
 export function asTerminal(error: unknown): TerminalError | undefined {
   if (error instanceof TerminalError) return error;
-  if (error instanceof KubeApiError && !isTransient(error))
+  // A conflict is a race (a uid precondition, a resourceVersion): the agent's applies are forced,
+  // so no field-ownership conflict reaches here. The next attempt reads again.
+  if (error instanceof KubeApiError && !isTransient(error) && !isConflict(error))
     return new TerminalError(ReconcileReason.ApplyRejected, error.message, { cause: error });
   return undefined;
 }

@@ -51,6 +51,9 @@ describe('classify', () => {
       'terminal',
     ],
     ['a namespace missing, by itself (the applier makes it a wait)', namespaceMissing, false, 'terminal'],
+    // A uid precondition or a resourceVersion race (the agent's applies are forced: no field
+    // ownership conflict): the next attempt reads again.
+    ['409 Conflict', () => apiError({ status: 409, reason: 'Conflict' }), false, 'transient'],
     ['429 TooManyRequests', () => apiError({ status: 429, reason: 'TooManyRequests' }), false, 'transient'],
     ['500 InternalError', () => apiError({ status: 500, reason: 'InternalError' }), false, 'transient'],
     [
