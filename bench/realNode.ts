@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { startEmulator } from '../src/emulator/server.ts';
 import { Agent } from '../src/manager/agent.ts';
-import { ReconcileConfig } from '../src/reconcile/reconcileConfig.ts';
+import { ReconcileConfig } from '../src/reconcile/policy/reconcileConfig.ts';
 import { RenderConfig } from '../src/render/index.ts';
 import { createMetrics } from '../src/report/metrics.ts';
 import { sleep } from '../src/sleep.ts';

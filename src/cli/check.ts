@@ -13,20 +13,20 @@ import { resourceTypeOf } from '../kube/resources.ts';
 import { isSupportedVersion, readServerVersion, SUPPORTED_RANGE } from '../kube/serverVersion.ts';
 import { statusPhase } from '../objects/fields.ts';
 import { AGENT_NAME, LABEL_MANAGED_BY } from '../objects/ownership.ts';
-import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
+import { managedNamespaces } from '../reconcile/policy/managedNamespaces.ts';
+import { customKinds } from '../reconcile/policy/watchedKinds.ts';
+import { terminalJson, terminalText } from '../report/terminalText.ts';
+import { AGENT_VERSION } from '../version.ts';
+import { type CommandSetup, commandSetup } from './commandSetup.ts';
+import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, type ConfigFlagValues } from './configFlags.ts';
+import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 import {
   agentNamespaceAccess,
   leaseAccess,
   namespaceAccess,
   qualifiedResource,
   type RequiredAccess,
-} from '../reconcile/requiredAccess.ts';
-import { customKinds } from '../reconcile/watchedKinds.ts';
-import { terminalJson, terminalText } from '../report/terminalText.ts';
-import { AGENT_VERSION } from '../version.ts';
-import { type CommandSetup, commandSetup } from './commandSetup.ts';
-import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE, type ConfigFlagValues } from './configFlags.ts';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
+} from './requiredAccess.ts';
 
 export const CHECK_USAGE = `Usage: k8s-listener check [options] [--output text|json]
 

@@ -4,13 +4,13 @@ import { parseArgs } from 'node:util';
 import type { AgentConfig } from '../config/agentConfig.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { ChangeSetEntry } from '../kube/serverDiff.ts';
-import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
-import { type DeploymentPreview, type Preview, previewListener } from '../reconcile/preview.ts';
-import { readSuspensions, suspensionOf, suspensionsRef } from '../reconcile/suspensions.ts';
+import { managedNamespaces } from '../reconcile/policy/managedNamespaces.ts';
+import { readSuspensions, suspensionOf, suspensionsRef } from '../reconcile/policy/suspensions.ts';
 import { countChanges, describeCounts, formatChange } from '../report/changeSetText.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { commandDigestKey, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
+import { type DeploymentPreview, type Preview, previewListener } from './diffPreview.ts';
 import { EXIT_DIFFERENCES, EXIT_OK, EXIT_USAGE } from './exitCodes.ts';
 
 export const DIFF_USAGE = `Usage: k8s-listener diff [DEPLOYMENT] [options] [--output diff|json|yaml]

@@ -1,6 +1,6 @@
 // The exit codes of the commands, each with one meaning, which scripts and CI wait on; and the
 // rule that turns deployments' states into one (`status`).
-import type { StatusRow } from '../report/statusView.ts';
+import type { StatusRow } from '../report/deploymentStatusRow.ts';
 
 /** Done: every check passed, every deployment DEPLOYED, nothing would change. */
 export const EXIT_OK = 0;

@@ -7,7 +7,7 @@ import { parseRenderSection, readConfigDocument } from '../config/agentConfig.ts
 import { ControlPlaneClient } from '../controlplane/client.ts';
 import { maskSecret } from '../kube/serverDiff.ts';
 import { formatObjectRef } from '../objects/objectRef.ts';
-import { renderEntry, resolveDesired } from '../reconcile/desiredState.ts';
+import { renderEntry, resolveDesired } from '../reconcile/loop/desiredState.ts';
 import { maskSecretDigests } from '../render/digestAnnotations.ts';
 import { RenderConfig, type RenderResult, renderFromJson } from '../render/index.ts';
 import { terminalLine, terminalYaml } from '../report/terminalText.ts';

@@ -6,22 +6,22 @@ import { ConfigError } from '../config/agentConfig.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
 import {
-  collectDeploymentDetail,
-  collectStatusRows,
-  StatusLookupError,
-  type StatusSources,
-} from '../reconcile/statusCollector.ts';
-import {
   agentChangesWaiting,
   type DeploymentDetail,
   formatDeploymentDetail,
   formatStatusTable,
   type StatusList,
-} from '../report/statusView.ts';
+} from '../report/deploymentStatusRow.ts';
 import { terminalJson, terminalLine, terminalYaml } from '../report/terminalText.ts';
 import { type CommandSetup, commandDigestKey, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';
 import { EXIT_FAILED, EXIT_USAGE, statusExitCode } from './exitCodes.ts';
+import {
+  collectDeploymentDetail,
+  collectStatusRows,
+  StatusLookupError,
+  type StatusSources,
+} from './statusObserver.ts';
 
 export const STATUS_USAGE = `Usage: k8s-listener status [DEPLOYMENT] [options] [--output table|json|yaml] [--watch]
 

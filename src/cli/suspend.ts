@@ -9,9 +9,8 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import { selfUserName } from '../kube/accessReview.ts';
 import type { KubeClient } from '../kube/kubeClient.ts';
 import { AGENT_NAME } from '../objects/ownership.ts';
-import { InventoryStore } from '../reconcile/inventoryStore.ts';
-import { listenerItems } from '../reconcile/listenerItems.ts';
-import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
+import { listenerItems } from '../reconcile/loop/listenerItems.ts';
+import { managedNamespaces } from '../reconcile/policy/managedNamespaces.ts';
 import {
   changeSuspensions,
   describeSuspension,
@@ -22,7 +21,8 @@ import {
   type Suspensions,
   suspensionOf,
   suspensionsRef,
-} from '../reconcile/suspensions.ts';
+} from '../reconcile/policy/suspensions.ts';
+import { InventoryStore } from '../reconcile/steps/inventoryStore.ts';
 import { terminalLine } from '../report/terminalText.ts';
 import { type CommandSetup, commandSetup } from './commandSetup.ts';
 import { CONFIG_FLAGS, CONFIG_FLAGS_USAGE } from './configFlags.ts';

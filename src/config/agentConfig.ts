@@ -7,7 +7,7 @@ import { hostname } from 'node:os';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { formatPath } from '../controlplane/parse.ts';
-import { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
+import { ReconcileConfig } from '../reconcile/policy/reconcileConfig.ts';
 import { RenderConfig, tenantReachableSources } from '../render/renderConfig.ts';
 import { unknownSchedulingNamespaces } from '../render/scheduling.ts';
 import { ReportConfig } from '../report/reportConfig.ts';

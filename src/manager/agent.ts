@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { ControlPlaneClient, type ControlPlaneClientOptions } from '../controlplane/client.ts';
 import { KubeClient, LeaderElector } from '../kube/index.ts';
 import type { RateLimit } from '../kube/rateLimiter.ts';
-import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
+import type { ReconcileConfig } from '../reconcile/policy/reconcileConfig.ts';
 import type { RenderConfig } from '../render/index.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import type { ReportConfig } from '../report/reportConfig.ts';

@@ -11,26 +11,26 @@ import {
   LABEL_LISTENER_ID,
   SHARED_ANNOTATIONS,
 } from '../objects/ownership.ts';
-import { AgentChangeGate } from '../reconcile/agentChangeGate.ts';
-import { DesiredState } from '../reconcile/desiredState.ts';
-import { EvidenceReader } from '../reconcile/evidenceReader.ts';
-import { InventoryStore } from '../reconcile/inventoryStore.ts';
-import { Poller } from '../reconcile/poller.ts';
-import { realQueueScheduler } from '../reconcile/queueScheduler.ts';
-import type { ReconcileConfig } from '../reconcile/reconcileConfig.ts';
+import { DesiredState } from '../reconcile/loop/desiredState.ts';
+import { Poller } from '../reconcile/loop/poller.ts';
+import { realQueueScheduler } from '../reconcile/loop/queueScheduler.ts';
+import { reconcileWorker } from '../reconcile/loop/reconcileWorker.ts';
+import { WorkQueue } from '../reconcile/loop/workQueue.ts';
+import { AgentChangeGate } from '../reconcile/policy/agentChangeGate.ts';
+import type { ReconcileConfig } from '../reconcile/policy/reconcileConfig.ts';
+import { suspensionsRef } from '../reconcile/policy/suspensions.ts';
+import { OBSERVED_KINDS, OWNED_LISTED_KINDS, watchedKinds } from '../reconcile/policy/watchedKinds.ts';
 import { Reconciler } from '../reconcile/reconciler.ts';
-import { reconcileWorker } from '../reconcile/reconcileWorker.ts';
-import { suspensionsRef } from '../reconcile/suspensions.ts';
-import { OBSERVED_KINDS, OWNED_LISTED_KINDS, watchedKinds } from '../reconcile/watchedKinds.ts';
-import { WorkQueue } from '../reconcile/workQueue.ts';
+import { EvidenceReader } from '../reconcile/steps/evidenceReader.ts';
+import { InventoryStore } from '../reconcile/steps/inventoryStore.ts';
 import type { RenderConfig } from '../render/index.ts';
 import { configuredAnnotations, ownedAnnotations } from '../render/ownedAnnotations.ts';
+import { StatusReporter } from '../report/controlPlaneReporter.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
 import { ReportConfig } from '../report/reportConfig.ts';
-import { DETAILED_CONDITIONS, STATUS_READ_KINDS } from '../report/rolloutStatus.ts';
-import { StatusReporter } from '../report/statusReporter.ts';
+import { DETAILED_CONDITIONS, STATUS_READ_KINDS } from '../report/rolloutHealth.ts';
 import { sleep } from '../sleep.ts';
 import { loadDigestKey } from './digestKey.ts';
 import { type Registration, recordVersion } from './registration.ts';
@@ -44,7 +44,7 @@ import { SuspensionFollower } from './suspensionFollower.ts';
  * and a tenant waits for "deployed" no longer than this and REPORT_PROMPT_MS.
  */
 const STATUS_SETTLE_MS = 500;
-/** How soon an outcome (DEPLOYED, DEPLOY_FAILED) is sent to the control plane (statusReporter.ts). */
+/** How soon an outcome (DEPLOYED, DEPLOY_FAILED) is sent to the control plane (controlPlaneReporter.ts). */
 const REPORT_PROMPT_MS = 100;
 /** How long the first reconciles wait for the watches to list (controller-runtime waits without bound). */
 const CACHE_SYNC_WAIT_MS = 30_000;

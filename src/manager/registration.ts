@@ -7,7 +7,7 @@ import type { ControlPlaneClient } from '../controlplane/client.ts';
 import { isControlPlaneError } from '../controlplane/errors.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
 import type { EventRecorder, EventSubject } from '../kube/events.ts';
-import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
+import { managedNamespaces } from '../reconcile/policy/managedNamespaces.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { AGENT_VERSION } from '../version.ts';
 import { retryUntilAborted } from './retryUntilAborted.ts';

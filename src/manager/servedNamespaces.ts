@@ -4,8 +4,8 @@
 // target from the next render on.
 import type { ControlPlaneClient } from '../controlplane/client.ts';
 import type { Listener } from '../controlplane/schemas/index.ts';
-import type { InventoryStore } from '../reconcile/inventoryStore.ts';
-import { managedNamespaces } from '../reconcile/managedNamespaces.ts';
+import { managedNamespaces } from '../reconcile/policy/managedNamespaces.ts';
+import type { InventoryStore } from '../reconcile/steps/inventoryStore.ts';
 import type { RegisterOptions, Registration } from './registration.ts';
 import { retryUntilAborted } from './retryUntilAborted.ts';
 

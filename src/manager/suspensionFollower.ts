@@ -4,8 +4,7 @@
 // `suspend` and `resume` return once the agent acts on them.
 import type { Logger } from 'pino';
 import type { EventRecorder, KubeClient } from '../kube/index.ts';
-import type { DesiredState } from '../reconcile/desiredState.ts';
-import { type InventoryStore, inventoryRef } from '../reconcile/inventoryStore.ts';
+import type { DesiredState } from '../reconcile/loop/desiredState.ts';
 import {
   type ActiveSuspension,
   changedSuspensions,
@@ -17,7 +16,8 @@ import {
   type Suspensions,
   suspensionOf,
   suspensionsRef,
-} from '../reconcile/suspensions.ts';
+} from '../reconcile/policy/suspensions.ts';
+import { type InventoryStore, inventoryRef } from '../reconcile/steps/inventoryStore.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import { retryUntilAborted } from './retryUntilAborted.ts';

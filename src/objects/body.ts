@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 
 const TOP_LEVEL = ['data', 'stringData', 'binaryData', 'template'] as const;
 /**
- * What report/rolloutStatus.ts reads of a spec: replicas, deadline, update strategy, Service type,
+ * What report/rolloutHealth.ts reads of a spec: replicas, deadline, update strategy, Service type,
  * the Gateways an HTTPRoute names (whose reports in its status it looks for).
  */
 const SPEC_KEPT = new Set([

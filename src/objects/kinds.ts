@@ -1,6 +1,6 @@
 // The one table of the Kubernetes kinds the agent touches: per kind, where its API is and what the
 // agent does with it. The resource table (kube/resources.ts), the watched kinds
-// (reconcile/watchedKinds.ts) and the permissions `check` asks for (reconcile/requiredAccess.ts)
+// (reconcile/policy/watchedKinds.ts) and the permissions `check` asks for (cli/requiredAccess.ts)
 // are derived from it; the chart's Role and the kustomize Role are held to it by tests.
 
 /** The render settings that turn optional kinds on (a RenderConfig is one). */
@@ -293,7 +293,7 @@ export const KINDS = [
     why: "each workload's ReplicaSets, for `k8s-listener status`",
   },
   { kind: 'Namespace', group: '', version: 'v1', plural: 'namespaces', namespaced: false },
-  // Leader election's Lease: its access is asked by name (reconcile/requiredAccess.ts, leaseAccess).
+  // Leader election's Lease: its access is asked by name (cli/requiredAccess.ts, leaseAccess).
   { kind: 'Lease', group: 'coordination.k8s.io', version: 'v1', plural: 'leases', namespaced: true },
 ] as const satisfies readonly KindRow[];
 

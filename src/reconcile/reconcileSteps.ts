@@ -6,17 +6,17 @@ import type { Logger } from 'pino';
 import type { ObjectRef } from '../kube/index.ts';
 import { ownedAnnotations } from '../render/ownedAnnotations.ts';
 import { DeploymentReport } from '../report/deploymentReport.ts';
-import { AgentChangeStep } from './agentChangeStep.ts';
-import { Applier } from './applier.ts';
-import { Pruner } from './pruner.ts';
-import type { PruneStepOptions } from './pruneStep.ts';
 import type { ReconcilerOptions } from './reconcilerOptions.ts';
-import { ReferenceGuard } from './referenceGuard.ts';
-import { undoRefused } from './referenceUndo.ts';
-import { RolloutReader } from './rolloutReader.ts';
-import { RolloutRechecks } from './rolloutRechecks.ts';
-import { RolloutReport } from './rolloutReport.ts';
-import { StatusPath } from './statusPath.ts';
+import { AgentChangeStep } from './steps/agentChangeStep.ts';
+import { Applier } from './steps/applier.ts';
+import { Pruner } from './steps/pruner.ts';
+import type { PruneStepOptions } from './steps/pruneStep.ts';
+import { ReferenceGuard } from './steps/referenceGuard.ts';
+import { undoRefused } from './steps/referenceUndo.ts';
+import { RolloutReader } from './steps/rolloutReader.ts';
+import { RolloutRechecks } from './steps/rolloutRechecks.ts';
+import { RolloutReport } from './steps/rolloutReport.ts';
+import { StatusPath } from './steps/statusPath.ts';
 
 export interface ReconcileSteps {
   readonly applier: Applier;

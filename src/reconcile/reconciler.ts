@@ -9,7 +9,6 @@ import type { RenderedDeployment } from '../render/index.ts';
 import { inputBoundsProblems } from '../render/inputBounds.ts';
 import { deploymentLogger, withDeploymentFields } from '../report/deploymentLogger.ts';
 import { ReconcileReason } from '../report/reconcileReason.ts';
-import type { AgentChangeTurn } from './agentChangeGate.ts';
 import {
   type DesiredEntry,
   failedRevisionOf,
@@ -18,20 +17,21 @@ import {
   type PresentEntry,
   renderEntry,
   revisionOf,
-} from './desiredState.ts';
-import { finalizeDeployment } from './finalize.ts';
-import { entriesOf, entryId, type Inventory } from './inventory.ts';
-import { recordAhead } from './inventoryRecord.ts';
-import type { PlacedInventory } from './inventoryStore.ts';
-import { NameLocks } from './nameLocks.ts';
+} from './loop/desiredState.ts';
+import { NameLocks } from './loop/nameLocks.ts';
+import { SettledAttempts } from './loop/settledAttempts.ts';
+import { WaitingSince } from './loop/waitingSince.ts';
 import { classify, type ReconcileOutcome, TerminalError } from './outcome.ts';
-import { pruneStep } from './pruneStep.ts';
+import type { AgentChangeTurn } from './policy/agentChangeGate.ts';
 import type { ReconcilerOptions } from './reconcilerOptions.ts';
 import { type ReconcileSteps, reconcileSteps } from './reconcileSteps.ts';
-import type { JudgedReference } from './referenceGuard.ts';
-import { hostLockKey, isRouteKind, routedHosts } from './routedHosts.ts';
-import { SettledAttempts } from './settledAttempts.ts';
-import { WaitingSince } from './waitingSince.ts';
+import { finalizeDeployment } from './steps/finalize.ts';
+import { entriesOf, entryId, type Inventory } from './steps/inventory.ts';
+import { recordAhead } from './steps/inventoryRecord.ts';
+import type { PlacedInventory } from './steps/inventoryStore.ts';
+import { pruneStep } from './steps/pruneStep.ts';
+import type { JudgedReference } from './steps/referenceGuard.ts';
+import { hostLockKey, isRouteKind, routedHosts } from './steps/routedHosts.ts';
 
 export class Reconciler {
   readonly #o: ReconcilerOptions;

@@ -6,15 +6,15 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import type { EventRecorder } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import type { RenderConfig } from '../render/index.ts';
+import type { StatusReporter } from '../report/controlPlaneReporter.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
-import type { StatusReporter } from '../report/statusReporter.ts';
-import type { AgentChangeGate } from './agentChangeGate.ts';
-import type { DesiredState } from './desiredState.ts';
-import type { EvidenceReader } from './evidenceReader.ts';
-import type { InventoryStore } from './inventoryStore.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
-import type { ReconcileConfig } from './reconcileConfig.ts';
-import type { ActiveSuspension } from './suspensions.ts';
+import type { DesiredState } from './loop/desiredState.ts';
+import type { AgentChangeGate } from './policy/agentChangeGate.ts';
+import type { ReconcileConfig } from './policy/reconcileConfig.ts';
+import type { ActiveSuspension } from './policy/suspensions.ts';
+import type { EvidenceReader } from './steps/evidenceReader.ts';
+import type { InventoryStore } from './steps/inventoryStore.ts';
 
 /** What the reconciler asks of the Kubernetes client: reads and writes, nothing else. */
 export type ReconcilerKube = KubeReader & KubeWriter;

@@ -30,7 +30,7 @@ export type OwnNames = Readonly<Partial<Record<ReferenceKind, ReadonlySet<string
  * this render makes for the deployment (`own`), or one the platform's allow-list of the kind takes
  * — never the Ingress TLS Secret (every deployment's Ingress shares it: its key is the platform's)
  * nor the agent's digest key, whatever the list says. Messages name objects, never their content.
- * Whose the object is in the cluster is judged when it is read (reconcile/referenceGuard.ts).
+ * Whose the object is in the cluster is judged when it is read (reconcile/steps/referenceGuard.ts).
  */
 export function referenceRefusal(
   kind: ReferenceKind,

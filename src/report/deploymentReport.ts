@@ -4,12 +4,12 @@
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { ANNOTATION_STATUS } from '../objects/ownership.ts';
+import type { StatusReporter } from './controlPlaneReporter.ts';
 import { boundedEvidence } from './failureEvidence.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ReconcileReason } from './reconcileReason.ts';
-import { isRoutineProgress, type RolloutStatus } from './rolloutStatus.ts';
+import { isRoutineProgress, type RolloutStatus } from './rolloutHealth.ts';
 import { nextStatusAnnotation, parseStatusAnnotation } from './statusAnnotation.ts';
-import type { StatusReporter } from './statusReporter.ts';
 
 /** Where the status annotation lives, read and written through the reconciler's own client. */
 export interface AnnotatedObjects {

@@ -3,7 +3,7 @@
 // its restart count and the last lines of its previous instance's log; the scheduler's message;
 // the pod's latest warning Events. What the tenant, who has no access to the cluster, reads under
 // a failed revision. Every line is masked (the deployment's secrets), terminal-safe and bounded.
-// Pure: the pods, Events and logs are read by src/reconcile/evidenceReader.ts.
+// Pure: the pods, Events and logs are read by src/reconcile/steps/evidenceReader.ts.
 import { z } from 'zod';
 import { terminalText } from './terminalText.ts';
 

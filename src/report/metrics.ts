@@ -317,7 +317,7 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Agent
 
 /**
  * The work queue's metrics for the queue `name`, in the shape the queue takes (`WorkQueueMetrics`
- * in src/reconcile/workQueue.ts): client-go's MetricsProvider, on prom-client.
+ * in src/reconcile/loop/workQueue.ts): client-go's MetricsProvider, on prom-client.
  */
 export function workQueueMetrics(metrics: AgentMetrics, name: string) {
   const labels = { name, controller: name };

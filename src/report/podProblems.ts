@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { type LiveKubeObject, skeleton } from '../kube/index.ts';
 import { ANNOTATION_REVISION_ID } from '../objects/ownership.ts';
-import type { PodProblem } from './rolloutStatus.ts';
+import type { PodProblem } from './rolloutHealth.ts';
 
 const ContainerStatus = z.looseObject({
   name: z.string().optional(),

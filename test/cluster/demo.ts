@@ -14,6 +14,7 @@ import pino from 'pino';
 import { stringify } from 'yaml';
 import { createLogger } from '../../src/cli/logger.ts';
 import { startProbeServer } from '../../src/cli/probeServer.ts';
+import { collectStatusRows, type StatusSources } from '../../src/cli/statusObserver.ts';
 import { loadAgentConfig } from '../../src/config/agentConfig.ts';
 import { ControlPlaneClient } from '../../src/controlplane/client.ts';
 import { startEmulator } from '../../src/emulator/server.ts';
@@ -22,9 +23,13 @@ import { KubeClient } from '../../src/kube/kubeClient.ts';
 import { Agent } from '../../src/manager/agent.ts';
 import { loadDigestKey } from '../../src/manager/digestKey.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID } from '../../src/objects/ownership.ts';
-import { collectStatusRows, type StatusSources } from '../../src/reconcile/statusCollector.ts';
+import {
+  formatReplicas,
+  formatStatusTable,
+  type StatusRow,
+  shortId,
+} from '../../src/report/deploymentStatusRow.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
-import { formatReplicas, formatStatusTable, type StatusRow, shortId } from '../../src/report/statusView.ts';
 import { adminKube } from '../support/adminKube.ts';
 import { seedWithImage } from './demoSeed.ts';
 import {

@@ -9,7 +9,7 @@ import type {
 } from '../../src/controlplane/schemas/index.ts';
 import { type RunningEmulator, startEmulator } from '../../src/emulator/server.ts';
 import { Agent } from '../../src/manager/agent.ts';
-import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
+import { ReconcileConfig } from '../../src/reconcile/policy/reconcileConfig.ts';
 import { RenderConfig, type RenderConfigInput } from '../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../src/report/metrics.ts';
 import { type AdminKube, adminKube, createNamespace, uniqueNamespace } from './adminKube.ts';

@@ -16,7 +16,7 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../../src/objects/ownership.ts';
-import { inventoryName } from '../../src/reconcile/inventoryStore.ts';
+import { inventoryName } from '../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 import { FAST_RECONCILE, type World } from './agentHarness.ts';
 

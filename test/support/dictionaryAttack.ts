@@ -4,7 +4,7 @@
 // inventory records — and look for any of them among what was read.
 import type { Deployment, Listener, Revision } from '../../src/controlplane/schemas/index.ts';
 import { maskSecret } from '../../src/kube/serverDiff.ts';
-import { renderInputHash } from '../../src/reconcile/agentChange.ts';
+import { renderInputHash } from '../../src/reconcile/steps/agentChange.ts';
 import { RenderConfig, renderDeployment } from '../../src/render/index.ts';
 
 /** The agent's digests: 16 hex digits (an image digest's 64, a uuid's groups, do not match). */

@@ -1,6 +1,6 @@
 // A work queue scheduler whose clock moves only when the test moves it: delayed adds and drain
 // bounds fire in `advance`, the queue's next turns run in `settle`, and no test waits in real time.
-import type { CancelTimer, QueueScheduler } from '../../src/reconcile/queueScheduler.ts';
+import type { CancelTimer, QueueScheduler } from '../../src/reconcile/loop/queueScheduler.ts';
 
 interface PendingTimer {
   readonly due: number;

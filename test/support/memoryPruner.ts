@@ -4,9 +4,9 @@
 import { pino } from 'pino';
 import type { LiveKubeObject } from '../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
-import { entryOf, type Inventory } from '../../src/reconcile/inventory.ts';
-import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
-import { Pruner } from '../../src/reconcile/pruner.ts';
+import { entryOf, type Inventory } from '../../src/reconcile/steps/inventory.ts';
+import { InventoryStore } from '../../src/reconcile/steps/inventoryStore.ts';
+import { Pruner } from '../../src/reconcile/steps/pruner.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { MemoryCluster } from './memoryCluster.ts';
 import { listener } from './renderFixtures.ts';

@@ -2,13 +2,13 @@
 // as desired: its reports are read back with `reported`.
 import { pino } from 'pino';
 import type { Deployment, Listener, StatusReportBatch } from '../../src/controlplane/schemas/index.ts';
-import { DesiredState } from '../../src/reconcile/desiredState.ts';
-import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
-import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
+import { DesiredState } from '../../src/reconcile/loop/desiredState.ts';
+import { ReconcileConfig } from '../../src/reconcile/policy/reconcileConfig.ts';
 import { Reconciler } from '../../src/reconcile/reconciler.ts';
+import { InventoryStore } from '../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../../src/render/index.ts';
+import { StatusReporter } from '../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
-import { StatusReporter } from '../../src/report/statusReporter.ts';
 import { MemoryCluster } from './memoryCluster.ts';
 
 export function memoryReconciler(

@@ -6,13 +6,13 @@ import { pino } from 'pino';
 import type { EventDetails, EventSubject, LiveKubeObject } from '../../src/kube/index.ts';
 import type { KubeObject } from '../../src/objects/kubeObject.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../src/objects/ownership.ts';
-import { entryId, entryOf } from '../../src/reconcile/inventory.ts';
-import { RolloutReader } from '../../src/reconcile/rolloutReader.ts';
-import { RolloutRechecks } from '../../src/reconcile/rolloutRechecks.ts';
-import { RolloutReport, type RolloutToReport } from '../../src/reconcile/rolloutReport.ts';
+import { entryId, entryOf } from '../../src/reconcile/steps/inventory.ts';
+import { RolloutReader } from '../../src/reconcile/steps/rolloutReader.ts';
+import { RolloutRechecks } from '../../src/reconcile/steps/rolloutRechecks.ts';
+import { RolloutReport, type RolloutToReport } from '../../src/reconcile/steps/rolloutReport.ts';
+import type { StatusChange } from '../../src/report/controlPlaneReporter.ts';
 import { DeploymentReport } from '../../src/report/deploymentReport.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
-import type { StatusChange } from '../../src/report/statusReporter.ts';
 import { MemoryCluster } from './memoryCluster.ts';
 import { listener } from './renderFixtures.ts';
 

@@ -1,6 +1,6 @@
 // An RBAC Role's rules and the agent's required access, both as `group/resource verb` lines, so a
 // test can hold one to the other in both directions.
-import type { RequiredAccess } from '../../src/reconcile/requiredAccess.ts';
+import type { RequiredAccess } from '../../src/cli/requiredAccess.ts';
 
 export interface RoleRule {
   readonly apiGroups: readonly string[];

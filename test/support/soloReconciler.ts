@@ -10,15 +10,15 @@ import type {
   StatusReportBatch,
 } from '../../src/controlplane/schemas/index.ts';
 import { EventRecorder, KubeClient } from '../../src/kube/index.ts';
-import { DesiredState } from '../../src/reconcile/desiredState.ts';
-import { InventoryStore } from '../../src/reconcile/inventoryStore.ts';
-import { ReconcileConfig } from '../../src/reconcile/reconcileConfig.ts';
+import { DesiredState } from '../../src/reconcile/loop/desiredState.ts';
+import { chooseTarget } from '../../src/reconcile/loop/target.ts';
+import { ReconcileConfig } from '../../src/reconcile/policy/reconcileConfig.ts';
 import { Reconciler } from '../../src/reconcile/reconciler.ts';
 import type { ReconcilerKube, ReconcilerOptions } from '../../src/reconcile/reconcilerOptions.ts';
-import { chooseTarget } from '../../src/reconcile/target.ts';
+import { InventoryStore } from '../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../../src/render/index.ts';
+import { StatusReporter } from '../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
-import { StatusReporter } from '../../src/report/statusReporter.ts';
 import { FAST_RECONCILE, startWorld, type World } from './agentHarness.ts';
 import type { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
 

@@ -1,6 +1,6 @@
 // The suspensions ConfigMap as the API server returns it, for tests of what reads it.
 import type { LiveKubeObject } from '../../src/kube/index.ts';
-import { SUSPENSIONS_CONFIGMAP } from '../../src/reconcile/suspensions.ts';
+import { SUSPENSIONS_CONFIGMAP } from '../../src/reconcile/policy/suspensions.ts';
 
 export function suspensionsConfigMap(
   data: Record<string, string>,

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, inject, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
-import { namespaceAccess, statusAccess } from '../../../src/reconcile/requiredAccess.ts';
+import { namespaceAccess, statusAccess } from '../../../src/cli/requiredAccess.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
 import { RenderConfig, type RenderConfigInput } from '../../../src/render/index.ts';
 import { grantedLines, type RoleRule, requiredLines } from '../../support/roleGrants.ts';
 

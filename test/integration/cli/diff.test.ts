@@ -7,12 +7,12 @@ import { promisify } from 'node:util';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { runDiffCommand } from '../../../src/cli/diff.ts';
+import { previewListener } from '../../../src/cli/diffPreview.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../../src/kube/kubeClient.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { loadDigestKey } from '../../../src/manager/digestKey.ts';
-import { previewListener } from '../../../src/reconcile/preview.ts';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { kubectl } from '../../support/adminKube.ts';
 import {

@@ -9,7 +9,11 @@ import { parse as parseYaml } from 'yaml';
 import { runStatusCommand } from '../../../src/cli/status.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
-import { DeploymentDetail, STATUS_TABLE_HEADER, StatusList } from '../../../src/report/statusView.ts';
+import {
+  DeploymentDetail,
+  STATUS_TABLE_HEADER,
+  StatusList,
+} from '../../../src/report/deploymentStatusRow.ts';
 import {
   app,
   deploymentNamed,

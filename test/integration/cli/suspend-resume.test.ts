@@ -4,11 +4,11 @@
 // control plane deleted it meanwhile; the whole listener likewise; an unknown deployment is refused.
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { collectDeploymentDetail, collectStatusRows } from '../../../src/cli/statusObserver.ts';
 import { runResumeCommand, runSuspendCommand } from '../../../src/cli/suspend.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../../src/kube/kubeClient.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
-import { collectDeploymentDetail, collectStatusRows } from '../../../src/reconcile/statusCollector.ts';
 import {
   app,
   startAgent,

@@ -9,7 +9,7 @@ import { runStatusCommand } from '../../../src/cli/status.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { DEV_ZERO_NOTE } from '../../../src/render/plan.ts';
-import { StatusList } from '../../../src/report/statusView.ts';
+import { StatusList } from '../../../src/report/deploymentStatusRow.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { eventually } from '../../support/eventually.ts';
 import { type FaultyControlPlane, startFaultyControlPlane } from '../../support/faultyControlPlane.ts';

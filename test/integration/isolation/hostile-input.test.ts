@@ -21,7 +21,7 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
-import { inventoryName } from '../../../src/reconcile/inventoryStore.ts';
+import { inventoryName } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { app, revisionStatus, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import {
   type AgentProcess,

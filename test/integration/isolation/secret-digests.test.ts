@@ -13,8 +13,8 @@ import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient, type LiveKubeObject } from '../../../src/kube/index.ts';
 import { loadDigestKey } from '../../../src/manager/digestKey.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { inventoryName } from '../../../src/reconcile/inventoryStore.ts';
-import { chooseTarget } from '../../../src/reconcile/target.ts';
+import { chooseTarget } from '../../../src/reconcile/loop/target.ts';
+import { inventoryName } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { UNCOMPARED_DIGEST_MASK } from '../../../src/render/digestAnnotations.ts';
 import { app, useAgentWorld, waitForRevision, worldFlags } from '../../support/agentHarness.ts';
 import {

@@ -17,8 +17,8 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
-import { inventoryName } from '../../../src/reconcile/inventoryStore.ts';
-import { chooseTarget } from '../../../src/reconcile/target.ts';
+import { chooseTarget } from '../../../src/reconcile/loop/target.ts';
+import { inventoryName } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig, renderDeployment } from '../../../src/render/index.ts';
 import { app, revisionStatus, useAgentWorld, waitForRevision } from '../../support/agentHarness.ts';
 import { eventually } from '../../support/eventually.ts';

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../../src/objects/ownership.ts';
-import { OBSERVED_KINDS, watchedKinds } from '../../../src/reconcile/watchedKinds.ts';
+import { OBSERVED_KINDS, watchedKinds } from '../../../src/reconcile/policy/watchedKinds.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { type LocalCluster, startLocalCluster } from '../../cluster/localCluster.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';

@@ -6,8 +6,8 @@ import { type RunningEmulator, startEmulator } from '../../../src/emulator/serve
 import { KubeClient } from '../../../src/kube/kubeClient.ts';
 import { Agent } from '../../../src/manager/agent.ts';
 import { RegistrationError } from '../../../src/manager/registration.ts';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
-import { SUSPENSIONS_CONFIGMAP } from '../../../src/reconcile/suspensions.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
+import { SUSPENSIONS_CONFIGMAP } from '../../../src/reconcile/policy/suspensions.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { type AgentMetrics, createMetrics } from '../../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../../src/version.ts';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { describe, expect, inject, it } from 'vitest';
 import { Agent } from '../../../src/manager/agent.ts';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { FAST_RECONCILE, startWorld } from '../../support/agentHarness.ts';

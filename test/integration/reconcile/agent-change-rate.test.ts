@@ -7,14 +7,14 @@
 import * as k8s from '@kubernetes/client-node';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { collectStatusRows } from '../../../src/cli/statusObserver.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../../src/kube/kubeClient.ts';
 import { loadDigestKey } from '../../../src/manager/digestKey.ts';
 import { LABEL_COMPONENT, LABEL_DEPLOYMENT_ID, LABEL_LISTENER_ID } from '../../../src/objects/ownership.ts';
-import { collectStatusRows } from '../../../src/reconcile/statusCollector.ts';
 import { RenderConfig, type RenderConfigInput } from '../../../src/render/index.ts';
+import { AGENT_CHANGE_WAITING, agentChangesWaiting } from '../../../src/report/deploymentStatusRow.ts';
 import { type AgentMetrics, createMetrics } from '../../../src/report/metrics.ts';
-import { AGENT_CHANGE_WAITING, agentChangesWaiting } from '../../../src/report/statusView.ts';
 import { app, startAgent, startWorld, type World, waitForRevision } from '../../support/agentHarness.ts';
 import { eventually } from '../../support/eventually.ts';
 

@@ -6,15 +6,15 @@
 // revision, a reference or host the rules refuse, and an agent change held at its rate.
 import { pino } from 'pino';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { type PreviewOptions, previewListener } from '../../../src/cli/diffPreview.ts';
 import { SchemaValidationError } from '../../../src/controlplane/parse.ts';
 import type { Deployment, Listener } from '../../../src/controlplane/schemas/index.ts';
 import type { KubeClient } from '../../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { AgentChangeGate } from '../../../src/reconcile/agentChangeGate.ts';
-import { Poller } from '../../../src/reconcile/poller.ts';
-import { type PreviewOptions, previewListener } from '../../../src/reconcile/preview.ts';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
-import type { ActiveSuspension } from '../../../src/reconcile/suspensions.ts';
+import { Poller } from '../../../src/reconcile/loop/poller.ts';
+import { AgentChangeGate } from '../../../src/reconcile/policy/agentChangeGate.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
+import type { ActiveSuspension } from '../../../src/reconcile/policy/suspensions.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { app, FAST_RECONCILE, type World } from '../../support/agentHarness.ts';
 import { eventually } from '../../support/eventually.ts';

@@ -10,13 +10,13 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
-import type { Inventory } from '../../../src/reconcile/inventory.ts';
+import type { Inventory } from '../../../src/reconcile/steps/inventory.ts';
 import {
   type InventoryKube,
   InventoryStore,
   inventoryName,
   type RejectedInventory,
-} from '../../../src/reconcile/inventoryStore.ts';
+} from '../../../src/reconcile/steps/inventoryStore.ts';
 import { type AdminKube, adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 
 const kubeconfigPath = inject('kubeconfigPath');

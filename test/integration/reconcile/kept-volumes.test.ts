@@ -5,11 +5,11 @@
 // names freed for another deployment; `diff` shows what `run` deletes.
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { previewListener } from '../../../src/cli/diffPreview.ts';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
-import { previewListener } from '../../../src/reconcile/preview.ts';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
-import { chooseTarget } from '../../../src/reconcile/target.ts';
+import { chooseTarget } from '../../../src/reconcile/loop/target.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { app, FAST_RECONCILE } from '../../support/agentHarness.ts';
 import { eventually } from '../../support/eventually.ts';

@@ -14,7 +14,7 @@ import type { Agent } from '../../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { type KubeObject, RenderConfig, renderDeployment } from '../../../src/render/index.ts';
 import { routePathPrefix } from '../../../src/render/routes.ts';
-import { Reason } from '../../../src/report/rolloutStatus.ts';
+import { Reason } from '../../../src/report/rolloutHealth.ts';
 import { parseStatusAnnotation } from '../../../src/report/statusAnnotation.ts';
 import { REQUIRED_CRDS } from '../../cluster/crds.ts';
 import { adminKube, uniqueNamespace } from '../../support/adminKube.ts';

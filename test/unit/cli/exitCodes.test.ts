@@ -2,7 +2,7 @@
 // DEPLOYED (3).
 import { describe, expect, it } from 'vitest';
 import { statusExitCode } from '../../../src/cli/exitCodes.ts';
-import type { StatusState } from '../../../src/report/statusView.ts';
+import type { StatusState } from '../../../src/report/deploymentStatusRow.ts';
 
 describe('statusExitCode', () => {
   it.each<[StatusState[], number]>([

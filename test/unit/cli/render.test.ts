@@ -6,7 +6,7 @@ import { parseAllDocuments } from 'yaml';
 import { runRenderCommand } from '../../../src/cli/render.ts';
 import { startEmulator } from '../../../src/emulator/server.ts';
 import { EmulatorState } from '../../../src/emulator/state.ts';
-import { chooseTarget } from '../../../src/reconcile/target.ts';
+import { chooseTarget } from '../../../src/reconcile/loop/target.ts';
 import { SECRET_DIGEST_MASK } from '../../../src/render/digestAnnotations.ts';
 import { dictionary, digestsFor, digestsIn, recoveredWords } from '../../support/dictionaryAttack.ts';
 import {

@@ -11,12 +11,16 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { formatChecklist, runCheckCommand } from '../../../src/cli/check.ts';
 import { formatDiffOutput, problemsText } from '../../../src/cli/diff.ts';
+import type { DeploymentPreview, Preview } from '../../../src/cli/diffPreview.ts';
 import { runRenderCommand } from '../../../src/cli/render.ts';
 import { formatStatusSnapshot, type StatusSnapshot } from '../../../src/cli/status.ts';
 import type { ChangeSetEntry } from '../../../src/kube/serverDiff.ts';
-import type { DeploymentPreview, Preview } from '../../../src/reconcile/preview.ts';
 import { RenderConfig, renderFromJson } from '../../../src/render/index.ts';
-import { type DeploymentDetail, deriveStatusRow, type StatusRow } from '../../../src/report/statusView.ts';
+import {
+  type DeploymentDetail,
+  deriveStatusRow,
+  type StatusRow,
+} from '../../../src/report/deploymentStatusRow.ts';
 import { HOSTILE_STRINGS, rawControls } from '../../support/terminalControls.ts';
 import { textSink } from '../../support/textSink.ts';
 

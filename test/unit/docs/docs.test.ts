@@ -377,6 +377,31 @@ function paragraphs(markdown: string): string[] {
 }
 
 describe('docs/architecture.md', () => {
+  it('opens with the folder tree of src: every folder, and only folders that exist', async () => {
+    const page = await read('docs/architecture.md');
+    const tree = page.slice(
+      page.indexOf('```\nsrc/\n'),
+      page.indexOf('```', page.indexOf('```\nsrc/\n') + 3),
+    );
+    const drawn = new Set<string>();
+    const path: string[] = [];
+    for (const line of tree.split('\n').slice(2)) {
+      const match = /^((?:│ {3}| {4})*)[├└]── ([\w-]+)\//.exec(line);
+      if (!match) continue;
+      const depth = (match[1]?.length ?? 0) / 4;
+      path.length = depth;
+      path.push(match[2] ?? '');
+      drawn.add(path.join('/'));
+    }
+    const folders = async (dir: string): Promise<string[]> => {
+      const entries = await readdir(join('src', dir), { withFileTypes: true });
+      const here = entries.filter((e) => e.isDirectory() && e.name !== 'fixtures' && e.name !== 'schemas');
+      const nested = await Promise.all(here.map((e) => folders(join(dir, e.name))));
+      return [...here.map((e) => join(dir, e.name)), ...nested.flat()];
+    };
+    expect([...drawn].sort()).toEqual((await folders('')).sort());
+  });
+
   it('has no paragraph over 200 words', async () => {
     const long = paragraphs(await read('docs/architecture.md'))
       .map((text) => ({ words: text.split(/\s+/).length, starts: text.slice(0, 60) }))

@@ -10,7 +10,7 @@ import { ControlPlaneClient } from '../../../src/controlplane/client.ts';
 import type { Listener, ListenerWrite } from '../../../src/controlplane/schemas/index.ts';
 import type { EventDetails, EventSubject } from '../../../src/kube/events.ts';
 import { recordVersion } from '../../../src/manager/registration.ts';
-import { suspensionsRef } from '../../../src/reconcile/suspensions.ts';
+import { suspensionsRef } from '../../../src/reconcile/policy/suspensions.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { AGENT_VERSION } from '../../../src/version.ts';
 import { type Harness, startHarness } from '../../support/emulatorHarness.ts';

@@ -5,13 +5,13 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { EventDetails, EventSubject, LiveKubeObject, ObjectRef } from '../../../src/kube/index.ts';
 import { SuspensionFollower } from '../../../src/manager/suspensionFollower.ts';
-import { inventoryName, type PlacedInventory } from '../../../src/reconcile/inventoryStore.ts';
 import {
   ANNOTATION_SUSPENSIONS_GENERATION,
   listenerKey,
   observedAnnotation,
   SUSPENSIONS_CONFIGMAP,
-} from '../../../src/reconcile/suspensions.ts';
+} from '../../../src/reconcile/policy/suspensions.ts';
+import { inventoryName, type PlacedInventory } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { suspensionsConfigMap } from '../../support/suspensionsConfigMap.ts';
 

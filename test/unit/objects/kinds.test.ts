@@ -15,7 +15,7 @@ import {
   OBSERVED_KINDS,
   WATCHED_KINDS,
   watchedKinds,
-} from '../../../src/reconcile/watchedKinds.ts';
+} from '../../../src/reconcile/policy/watchedKinds.ts';
 import { RenderConfig, renderDeployment } from '../../../src/render/index.ts';
 import { goldenConfig, listener, maximalDeployment } from '../../support/renderFixtures.ts';
 

@@ -21,17 +21,17 @@ import {
   LABEL_LISTENER_ID,
   LABEL_MANAGED_BY,
 } from '../../../src/objects/ownership.ts';
-import { DesiredState } from '../../../src/reconcile/desiredState.ts';
-import { InventoryStore } from '../../../src/reconcile/inventoryStore.ts';
+import { DesiredState } from '../../../src/reconcile/loop/desiredState.ts';
+import type { Target } from '../../../src/reconcile/loop/target.ts';
 import { type ReconcileOutcome, WaitingError } from '../../../src/reconcile/outcome.ts';
-import { ReconcileConfig } from '../../../src/reconcile/reconcileConfig.ts';
+import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.ts';
+import { WATCHED_KINDS } from '../../../src/reconcile/policy/watchedKinds.ts';
 import { Reconciler } from '../../../src/reconcile/reconciler.ts';
-import type { Target } from '../../../src/reconcile/target.ts';
-import { WATCHED_KINDS } from '../../../src/reconcile/watchedKinds.ts';
+import { InventoryStore } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { ownedAnnotations } from '../../../src/render/ownedAnnotations.ts';
+import { StatusReporter } from '../../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-import { StatusReporter } from '../../../src/report/statusReporter.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
 import { listener, minimalDeployment } from '../../support/renderFixtures.ts';
 

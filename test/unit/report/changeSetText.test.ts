@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { diffText, exitStatus } from '../../../src/cli/diff.ts';
+import type { Preview } from '../../../src/cli/diffPreview.ts';
 import type { ChangeSetEntry } from '../../../src/kube/serverDiff.ts';
-import type { Preview } from '../../../src/reconcile/preview.ts';
 import { describeCounts, formatChange, objectYaml } from '../../../src/report/changeSetText.ts';
 
 const ref = { apiVersion: 'v1', kind: 'ConfigMap', namespace: 'ns', name: 'cm' };

@@ -5,11 +5,11 @@ import { describe, expect, it } from 'vitest';
 import type { LiveKubeObject } from '../../../src/kube/index.ts';
 import { ANNOTATION_STATUS } from '../../../src/objects/ownership.ts';
 import { TerminalError } from '../../../src/reconcile/outcome.ts';
+import type { StatusChange } from '../../../src/report/controlPlaneReporter.ts';
 import { DeploymentReport, MAX_REPORT_MESSAGE, withEvidence } from '../../../src/report/deploymentReport.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
-import type { Reason, RolloutStatus } from '../../../src/report/rolloutStatus.ts';
+import type { Reason, RolloutStatus } from '../../../src/report/rolloutHealth.ts';
 import { parseStatusAnnotation } from '../../../src/report/statusAnnotation.ts';
-import type { StatusChange } from '../../../src/report/statusReporter.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
 
 const log = pino({ level: 'silent' });
