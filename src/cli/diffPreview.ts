@@ -22,7 +22,8 @@ import { decideVanished } from '../reconcile/policy/pruneGuard.ts';
 import type { ReconcileConfig } from '../reconcile/policy/reconcileConfig.ts';
 import { type ActiveSuspension, describeSuspension } from '../reconcile/policy/suspensions.ts';
 import { renderInputHash, restartsWorkloads } from '../reconcile/steps/agentChange.ts';
-import { describeWrite, takenBy, whyWrite } from '../reconcile/steps/applier.ts';
+import { takenBy, whyWrite } from '../reconcile/steps/applier.ts';
+import { changeOf } from '../reconcile/steps/change.ts';
 import {
   entriesOf,
   type Inventory,
@@ -231,9 +232,8 @@ async function presentPreview(
         : uncompared(
             await dryRunDiff(kube, withLiveDigests(object, live), live, { force: true, createOnly, signal }),
           );
-      // The applier's own verdict beside the server's: one model of a change, whichever prints it.
-      const why = whys[i];
-      changes.push({ ...change, reason: why ? describeWrite(why) : 'as desired: run writes nothing' });
+      // Run's own change (change.ts), beside what the server's dry run shows of it.
+      changes.push({ ...change, ...changeOf(whys[i]) });
     }
     const previous = placed.flatMap((p) => p.inventory.entries);
     const stale = staleEntries(previous, entriesOf(objects));

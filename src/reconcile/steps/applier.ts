@@ -31,20 +31,10 @@ import type { AgentMetrics } from '../../report/metrics.ts';
 import { ReconcileReason } from '../../report/reconcileReason.ts';
 import type { KubeReader, KubeWriter } from '../kubeAccess.ts';
 import { asTerminal, namespaceWaiting, TerminalError, WaitingError } from '../outcome.ts';
+import { changeOf, type WriteReason } from './change.ts';
 import { driftPath } from './drift.ts';
 import { entryId, entryOf, type InventoryEntry } from './inventory.ts';
 import type { InventoryStore } from './inventoryStore.ts';
-
-/** Why an object is written: missing, our render of it changed, or a field of ours was edited (its path). */
-export type WriteReason =
-  | { readonly kind: 'missing' }
-  | { readonly kind: 'spec-changed' }
-  | { readonly kind: 'drift'; readonly path: string };
-
-/** The words of a write's reason, as logged: `missing`, `spec changed`, or the drifted field's path. */
-export function describeWrite(why: WriteReason): string {
-  return why.kind === 'missing' ? 'missing' : why.kind === 'spec-changed' ? 'spec changed' : why.path;
-}
 
 /** One object of an apply: as found, and whether and why it is written. */
 export interface ApplyStep {
@@ -420,9 +410,7 @@ function logWrites(steps: readonly ApplyStep[], log: Logger): boolean {
   if (writes.length > 0) {
     log.info(
       {
-        objects: writes.map(
-          ({ object, why }) => `${formatLocalRef(object)}: ${why ? describeWrite(why) : ''}`,
-        ),
+        objects: writes.map(({ object, why }) => `${formatLocalRef(object)}: ${changeOf(why).reason}`),
       },
       'applying',
     );
