@@ -220,7 +220,10 @@ async function presentPreview(
       allowedNamespaces: options.allowedNamespaces,
     });
     await guard.checkReferences(deployment.id, objects, signal);
-    const whys = objects.map((object, i) => whyWrite(object, lives[i]));
+    // Without the agent's key the live digests stand in for render's, as in the dry run below.
+    const whys = objects.map((object, i) =>
+      whyWrite(keyed ? object : withLiveDigests(object, lives[i]), lives[i]),
+    );
     if (objects.some((object, i) => whys[i] !== undefined && isRouteKind(object.kind)))
       await guard.checkHosts(deployment.id, namespace, routedHosts(objects), signal);
     agentChange = restartsAsAgentChange(options, entry, rendered.value, placed, lives, whys);

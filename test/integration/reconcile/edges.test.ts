@@ -8,7 +8,7 @@ import type { Deployment, Listener, StatusReportBatch } from '../../../src/contr
 import { KubeApiError, KubeClient } from '../../../src/kube/index.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { chooseTarget, type Target } from '../../../src/reconcile/loop/target.ts';
-import type { ReconcileOutcome } from '../../../src/reconcile/outcome.ts';
+import { type ReconcileOutcome, WaitingError } from '../../../src/reconcile/outcome.ts';
 import type { ReconcilerKube } from '../../../src/reconcile/reconcilerOptions.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
@@ -99,11 +99,15 @@ describe('the reconciler at the edges', () => {
     await world.kube.core.deleteNamespace({ name: namespace });
     try {
       const outcome = await reconciler.reconcile(deployment.id);
+      // A wait, raised by the applier from the API server's Status; retried.
       expect(outcome.result).toBe('retry');
       if (outcome.result === 'retry') {
-        expect(outcome.error).toBeInstanceOf(KubeApiError);
-        expect((outcome.error as KubeApiError).kind).toBe('Secret');
-        expect((outcome.error as KubeApiError).message).not.toContain('being terminated');
+        expect(outcome.error).toBeInstanceOf(WaitingError);
+        expect((outcome.error as WaitingError).reason).toBe('NamespaceMissing');
+        const cause = (outcome.error as WaitingError).cause;
+        expect(cause).toBeInstanceOf(KubeApiError);
+        expect((cause as KubeApiError).kind).toBe('Secret');
+        expect((cause as KubeApiError).message).not.toContain('being terminated');
       }
     } finally {
       await world.kube.core
