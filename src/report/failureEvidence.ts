@@ -9,6 +9,8 @@ import { terminalText } from './terminalText.ts';
 
 /** Longest line of evidence, in characters, after escaping. */
 export const MAX_EVIDENCE_LINE = 240;
+/** Characters kept of a longer line's start; the rest of the budget is its end. */
+const KEPT_HEAD = 96;
 /** Warning Events told per pod, the latest. */
 export const MAX_POD_EVENTS = 3;
 
@@ -95,11 +97,22 @@ export interface PodEvidenceInput {
 /** Waiting reasons that are a container's ordinary start, not evidence. */
 const ROUTINE_WAITING: ReadonlySet<string> = new Set(['ContainerCreating', 'PodInitializing']);
 
-/** One line: masked, escaped, cut to MAX_EVIDENCE_LINE. */
+/**
+ * One line: masked, escaped, cut to MAX_EVIDENCE_LINE in its middle. A message says last what went
+ * wrong (a pull error's `…: not found` after the image reference it quotes twice, an exception's
+ * words after its type), so a long line keeps its start and its end.
+ */
 function line(text: string, mask: (text: string) => string): string {
   const safe = terminalText(mask(text));
-  return safe.length <= MAX_EVIDENCE_LINE ? safe : `${safe.slice(0, MAX_EVIDENCE_LINE - 1)}…`;
+  if (safe.length <= MAX_EVIDENCE_LINE) return safe;
+  return `${safe.slice(0, KEPT_HEAD)}…${safe.slice(safe.length - (MAX_EVIDENCE_LINE - KEPT_HEAD - 1))}`;
 }
+
+/**
+ * The kubelet's `Error: ErrImagePull`, `Error: ImagePullBackOff`: a container's waiting reason
+ * again, as an Event of its own beside the one with the words (`Failed to pull image …`).
+ */
+const BARE_REASON_NOTE = /^Error: [A-Za-z]+$/;
 
 const unmasked = (text: string): string => text;
 
@@ -198,7 +211,9 @@ export function podEvidence(
   const events = input.events
     .flatMap((raw) => {
       const event = EvidenceEvent.safeParse(raw);
-      return event.success && event.data.type === 'Warning' ? [event.data] : [];
+      return event.success && event.data.type === 'Warning' && !BARE_REASON_NOTE.test(event.data.note ?? '')
+        ? [event.data]
+        : [];
     })
     .sort((a, b) => eventTime(a) - eventTime(b));
   // The latest of each reason and note (a repeated probe failure is one Event with a count).

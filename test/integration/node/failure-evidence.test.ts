@@ -9,6 +9,8 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { stringify } from 'yaml';
+import { runStatusCommand } from '../../../src/cli/status.ts';
 import type { Agent } from '../../../src/manager/agent.ts';
 import { LABEL_DEPLOYMENT_ID } from '../../../src/objects/ownership.ts';
 import { eventually } from '../../support/adminKube.ts';
@@ -21,6 +23,7 @@ import {
   realNodeFor,
   realNodeRender,
 } from '../../support/realNode.ts';
+import { textSink } from '../../support/textSink.ts';
 
 const API_KEY = 'failure-evidence-test-key';
 const SECRET = 'tenant-secret-5d1e9c0b7a';
@@ -88,6 +91,26 @@ describe.skipIf(!node)('a failing LangGraph server, as its tenant sees it throug
     (world.emulator.state().deployments.find((d) => d.deployment.name === name)?.deploy_logs ?? [])
       .map((entry) => entry.message)
       .join('\n');
+  /** `k8s-listener status DEPLOYMENT`, as the operator runs it with a configuration file. */
+  async function status(name: string): Promise<Ran> {
+    const config = join(root, 'agent-config.yaml');
+    await writeFile(
+      config,
+      stringify({
+        listenerId: world.listenerId,
+        controlPlane: { baseUrl: world.emulator.url, apiKey: API_KEY },
+        kubeconfig: world.kubeconfigPath,
+        namespaces: [ns],
+      }),
+    );
+    const out = textSink();
+    const err = textSink();
+    const code = await runStatusCommand([name, '--config', config], {
+      stdout: out.stream,
+      stderr: err.stream,
+    });
+    return { code, stdout: out.text(), stderr: err.text() };
+  }
   const logs = (name: string) => cliIn(name)(`langgraph deploy logs --deployment-id ${idOf(name)} --limit 5`);
 
   beforeAll(async () => {
@@ -105,6 +128,13 @@ describe.skipIf(!node)('a failing LangGraph server, as its tenant sees it throug
         ...stores,
         database: { ...stores.database, provision: 'always' },
         kvstore: { ...stores.kvstore, provision: 'always' },
+        // A platform without a startup probe, its readiness probe every 2 s: a server that never
+        // answers fails its readiness probe (behind a startup probe, the kubelet runs that one
+        // first and tells its failure instead).
+        app: {
+          startupProbe: null,
+          readinessProbe: { httpGet: { path: '/ok', port: 'http' }, periodSeconds: 2, timeoutSeconds: 1 },
+        },
       },
       // A crash loop fails the revision after this long (the CLI's wait ends there).
       reconcile: { failureGraceMs: 15_000 },
@@ -116,6 +146,37 @@ describe.skipIf(!node)('a failing LangGraph server, as its tenant sees it throug
     await world?.close();
     if (root) await rm(root, { recursive: true, force: true });
   });
+
+  // The graph's module imports what the image does not have: langgraph-api 0.11.1 logs the
+  // traceback and exits 3 ("Application startup failed"), and its restarts become a back-off.
+  // LANGSERVE_GRAPHS (what `langgraph build` makes of langgraph.json's `graphs`) names a module
+  // not in the image; the image's own switch (TEST_FAIL_AT_IMPORT) raises its value, which, sent
+  // as a secret, is masked in the evidence.
+  it('a graph that fails at import: DEPLOY_FAILED; deploy logs shows the exception’s last line and the failing readiness probe', async () => {
+    const deployed = await deploy('import-fails', {
+      LANGSERVE_GRAPHS: JSON.stringify({ counter: 'my_agent.graph:graph' }),
+    });
+    expect(deployed.code, `${deployed.stdout}\n${deployed.stderr}\n${stored('import-fails')}`).toBe(1);
+    const shown = await logs('import-fails');
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout, stored('import-fails')).toMatch(
+      /\[ERROR\] DEPLOY_FAILED: pod \S+ \(container app\) is in CrashLoopBackOff/,
+    );
+    // The exception's last line, from the log of the instance that exited.
+    expect(shown.stdout).toMatch(
+      /^ {2}\| \S*GraphLoadError: Failed to load graph 'counter' from \S+: No module named 'my_agent'$/m,
+    );
+    // The kubelet's own words of the probe that never passed.
+    expect(shown.stdout).toMatch(/event Unhealthy: Readiness probe failed: .*connect: connection refused/);
+    // The operator's view: `status DEPLOYMENT` lists the RolloutFailed Event, the evidence under
+    // the failure's message.
+    const operator = await status('import-fails');
+    // 1: a deployment DEPLOY_FAILED.
+    expect(operator.code, operator.stderr).toBe(1);
+    expect(operator.stdout).toMatch(/RolloutFailed/);
+    expect(operator.stdout).toMatch(/No module named 'my_agent'/);
+    await remove('import-fails');
+  }, 300_000);
 
   it('a server that prints a secret value and its DATABASE_URI at start: both masked in what the control plane holds', async () => {
     const deployed = await deploy('prints-secrets', {
@@ -153,5 +214,38 @@ describe.skipIf(!node)('a failing LangGraph server, as its tenant sees it throug
     const shown = await logs('out-of-memory');
     expect(shown.stdout).toMatch(/container app: last exit: OOMKilled, exit code 137, memory limit \d+Mi/);
     await remove('out-of-memory');
+  }, 300_000);
+
+  it('a digest the registry does not have: DEPLOY_FAILED, and the pull error in the registry’s words', async () => {
+    const missing = `${realNode.registry}/k8s-listener-test/langgraph-server@sha256:${'0'.repeat(64)}`;
+    const deployed = await deploy('no-such-digest', {}, missing);
+    expect(deployed.code, `${deployed.stdout}\n${deployed.stderr}\n${stored('no-such-digest')}`).toBe(1);
+    const shown = await logs('no-such-digest');
+    expect(shown.stdout, stored('no-such-digest')).toMatch(
+      /\[ERROR\] DEPLOY_FAILED: pod \S+ \(container \S+\) is in (ImagePullBackOff|ErrImagePull)/,
+    );
+    // The registry's words end a line cut in its middle; the kubelet's bare `Error: ErrImagePull`
+    // Events, which would crowd them out of the latest three, are left out.
+    expect(shown.stdout).toMatch(/^pod \S+ event Failed: Failed to pull image "[^\n]*: not found$/m);
+    expect(shown.stdout).not.toMatch(/event Failed: Error: /);
+    await remove('no-such-digest');
+  }, 300_000);
+
+  it('a revision no node can take: DEPLOY_FAILED, and the scheduler’s message', async () => {
+    const deployed = await deploy('too-big', {});
+    expect(deployed.code, `${deployed.stdout}\n${deployed.stderr}\n${stored('too-big')}`).toBe(0);
+    // More cpu than the node has, through the API (the CLI sends no resources); the next revision
+    // is rendered with it.
+    await world.client.patchDeployment(idOf('too-big'), {
+      source_config: { resource_spec: { cpu: 1000, memory_mb: 512 } },
+    });
+    const failed = await cliIn('too-big')(
+      `langgraph deploy --deployment-id ${idOf('too-big')} --image-uri ${image(realNode, 'langgraph-server-2')} --no-input`,
+    );
+    expect(failed.code, `${failed.stdout}\n${failed.stderr}\n${stored('too-big')}`).toBe(1);
+    const shown = await logs('too-big');
+    expect(shown.stdout, stored('too-big')).toMatch(/\[ERROR\] DEPLOY_FAILED: pod \S+ is in Unschedulable/);
+    expect(shown.stdout).toMatch(/^pod \S+: Unschedulable: 0\/\d+ nodes are available: .*Insufficient cpu/m);
+    await remove('too-big');
   }, 300_000);
 });

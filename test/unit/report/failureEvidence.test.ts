@@ -11,6 +11,8 @@ import {
 import { secretMask } from '../../../src/report/secretMask.ts';
 
 const none = (text: string) => text;
+const MISSING = `127.0.0.1:5000/k8s-listener-test/langgraph-server@sha256:${'0'.repeat(64)}`;
+const UNPACK = `failed to pull and unpack image "${MISSING}": failed to resolve reference "${MISSING}": ${MISSING}: not found`;
 
 function pod(status: Record<string, unknown>, limits: Record<string, string> = {}): unknown {
   return {
@@ -131,6 +133,33 @@ describe('podEvidence', () => {
       ],
     },
     {
+      name: 'a digest the registry does not have, as the real node says it: the words at the end of each long line, the bare repeats of the reason left out',
+      pod: pod({
+        initContainerStatuses: [
+          {
+            name: 'wait',
+            restartCount: 0,
+            state: {
+              waiting: { reason: 'ErrImagePull', message: `rpc error: code = NotFound desc = ${UNPACK}` },
+            },
+          },
+        ],
+      }),
+      events: [
+        warning(
+          'Failed',
+          `Failed to pull image "${MISSING}": rpc error: code = NotFound desc = ${UNPACK}`,
+          '2026-01-01T00:00:01Z',
+        ),
+        warning('Failed', 'Error: ErrImagePull', '2026-01-01T00:00:02Z'),
+        warning('Failed', 'Error: ImagePullBackOff', '2026-01-01T00:00:03Z'),
+      ],
+      expected: [
+        `pod web-1 container wait: waiting: ErrImagePull: rpc error: code = NotFound desc = failed to pul…7.0.0.1:5000/k8s-listener-test/langgraph-server@sha256:${'0'.repeat(64)}: not found; restarts: 0`,
+        `pod web-1 event Failed: Failed to pull image "127.0.0.1:5000/k8s-listener-test/langgraph-server@…00000000": ${MISSING}: not found`,
+      ],
+    },
+    {
       name: 'no node: the scheduler’s message',
       pod: pod({
         phase: 'Pending',
@@ -205,12 +234,12 @@ describe('podEvidence', () => {
     ).toEqual([]);
   });
 
-  it('escapes what a terminal acts on and cuts a long line', () => {
+  it('escapes what a terminal acts on and cuts a long line in its middle', () => {
     const log = `\u001b[31mred\u001b[0m\t${'x'.repeat(500)}\n`;
     const [, , line] = podEvidence({ pod: crashed, events: [], logs: new Map([['api', log]]) }, none, {
       logLines: 20,
     });
-    expect(line).toMatch(/^ {2}\| \\x1b\[31mred\\x1b\[0m\\tx+…$/);
+    expect(line).toMatch(/^ {2}\| \\x1b\[31mred\\x1b\[0m\\tx+…x+$/);
     expect(line?.length).toBe(MAX_EVIDENCE_LINE);
   });
 });
