@@ -205,7 +205,7 @@ export function podEvidence(
       const tail = logTailLines(mask(log), options.logLines, options.logTruncated?.(status.name) ?? false);
       const which = last ? 'previous instance' : 'log';
       if (tail.length > 0) out.push(line(`${prefix} ${which}, last ${tail.length} lines:`, mask));
-      for (const text of tail) out.push(line(`  | ${text}`, unmasked));
+      for (const text of tail) out.push(line(`${LOG_LINE}${text}`, unmasked));
     }
   }
   const events = input.events
@@ -231,24 +231,41 @@ export function podEvidence(
   return out;
 }
 
+/** The start of a line of a container's log in the evidence. */
+const LOG_LINE = '  | ';
+
 /**
- * Evidence lines under a budget of characters (joined by newlines): whole lines, in order, until
- * the next would not fit; a last line says how many were left out.
+ * Evidence lines under a budget of characters (joined by newlines). Over it, the earliest log
+ * lines go first — a log's last lines say why (the exception after its traceback) — with one line
+ * in their place saying how many; then, if still over, whole lines in order until the next would
+ * not fit, and a last line says how many were left out.
  */
 export function boundedEvidence(lines: readonly string[], maxChars: number): string[] {
-  const kept: string[] = [];
+  const size = (list: readonly string[]) => list.reduce((sum, text) => sum + text.length + 1, 0);
+  if (size(lines) <= maxChars) return [...lines];
+  const kept = [...lines];
+  const first = kept.findIndex((text) => text.startsWith(LOG_LINE));
+  let dropped = 0;
+  // Room for the note in their place.
+  while (first >= 0 && kept[first]?.startsWith(LOG_LINE) && size(kept) + 40 > maxChars) {
+    kept.splice(first, 1);
+    dropped++;
+  }
+  if (dropped > 0) kept.splice(first, 0, `${LOG_LINE}… ${dropped} earlier lines left out`);
+  if (size(kept) <= maxChars) return kept;
+  const cut: string[] = [];
   let used = 0;
-  for (const [i, text] of lines.entries()) {
+  for (const [i, text] of kept.entries()) {
     const cost = text.length + 1;
-    const left = lines.length - i;
+    const left = kept.length - i;
     // Room for the note of what is left out, unless this is the last line.
     const reserve = left > 1 ? 40 : 0;
     if (used + cost + reserve > maxChars) {
-      kept.push(`… ${left} more lines of evidence left out`);
-      return kept;
+      cut.push(`… ${left} more lines of evidence left out`);
+      return cut;
     }
-    kept.push(text);
+    cut.push(text);
     used += cost;
   }
-  return kept;
+  return cut;
 }

@@ -260,4 +260,20 @@ describe('boundedEvidence', () => {
     expect(kept.join('\n').length).toBeLessThanOrEqual(100);
     expect(boundedEvidence(lines.slice(0, 2), 100)).toEqual(lines.slice(0, 2));
   });
+
+  it('drops a log’s earliest lines first: its last lines, the exception’s, are kept', () => {
+    const lines = [
+      'pod web-1 container api: last exit: Error, exit code 3; restarts: 2',
+      'pod web-1 container api previous instance, last 20 lines:',
+      ...Array.from({ length: 18 }, (_, i) => `  |   File "/lib/frame${i}.py", line ${i}, in f`),
+      "  | GraphLoadError: Failed to load graph 'counter' from my_agent.graph: No module named 'my_agent'",
+      '  | Application startup failed. Exiting.',
+      'pod web-1 event BackOff: Back-off restarting failed container api',
+    ];
+    const kept = boundedEvidence(lines, 600);
+    expect(kept.join('\n').length).toBeLessThanOrEqual(600);
+    expect(kept.slice(0, 2)).toEqual(lines.slice(0, 2));
+    expect(kept[2]).toMatch(/^ {2}\| … \d+ earlier lines left out$/);
+    expect(kept.slice(-3)).toEqual(lines.slice(-3));
+  });
 });
