@@ -11,6 +11,8 @@ import { terminalText } from './terminalText.ts';
 export const MAX_EVIDENCE_LINE = 240;
 /** Characters kept of a longer line's start; the rest of the budget is its end. */
 const KEPT_HEAD = 96;
+/** The start of a line of a container's log in the evidence. */
+const LOG_LINE = '  | ';
 /** Warning Events told per pod, the latest. */
 export const MAX_POD_EVENTS = 3;
 
@@ -230,9 +232,6 @@ export function podEvidence(
     out.push(line(`pod ${name} event ${event.reason ?? 'Warning'}: ${event.note ?? ''}`.trim(), mask));
   return out;
 }
-
-/** The start of a line of a container's log in the evidence. */
-const LOG_LINE = '  | ';
 
 /**
  * Evidence lines under a budget of characters (joined by newlines). Over it, the earliest log
