@@ -167,8 +167,8 @@ export class DeploymentReport {
           : status.revisionStatus === 'DEPLOYED'
             ? 'RolloutComplete'
             : 'RollingOut',
-      // The recorder cuts a note to its 1 KiB: the headline first, then as much evidence as fits.
-      note: `revision ${revisionId ?? 'unknown'}: ${withEvidence(status)}`,
+      // Within the recorder's 1 KiB: the headline first, then as much evidence as fits.
+      note: `revision ${revisionId ?? 'unknown'}: ${withEvidence(status, MAX_EVENT_MESSAGE)}`,
     });
     // Told once the annotation holds it: a write that failed is tried again at the next look.
     if (!kept || (await this.#annotate(kept, previous, report, log)))
@@ -238,11 +238,16 @@ export class DeploymentReport {
 
 /** The room a status report's message has (the extension's bound). */
 export const MAX_REPORT_MESSAGE = 4096;
+/** An Event's message with evidence: under the recorder's 1 KiB with its `revision …: ` prefix. */
+const MAX_EVENT_MESSAGE = 960;
 
 /** A status's message, and under it the evidence of why, line by line, within the report's bound. */
-export function withEvidence(status: Pick<RolloutStatus, 'message' | 'evidence'>): string {
+export function withEvidence(
+  status: Pick<RolloutStatus, 'message' | 'evidence'>,
+  maxChars = MAX_REPORT_MESSAGE,
+): string {
   if (!status.evidence?.length) return status.message;
-  const room = MAX_REPORT_MESSAGE - status.message.length - 1;
+  const room = maxChars - status.message.length - 1;
   const lines = room > 0 ? boundedEvidence(status.evidence, room) : [];
   return [status.message, ...lines].join('\n');
 }

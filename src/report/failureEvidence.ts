@@ -9,6 +9,10 @@ import { terminalText } from './terminalText.ts';
 
 /** Longest line of evidence, in characters, after escaping. */
 export const MAX_EVIDENCE_LINE = 240;
+/** Characters kept of a longer line's start; the rest of the budget is its end. */
+const KEPT_HEAD = 96;
+/** The start of a line of a container's log in the evidence. */
+const LOG_LINE = '  | ';
 /** Warning Events told per pod, the latest. */
 export const MAX_POD_EVENTS = 3;
 
@@ -95,11 +99,22 @@ export interface PodEvidenceInput {
 /** Waiting reasons that are a container's ordinary start, not evidence. */
 const ROUTINE_WAITING: ReadonlySet<string> = new Set(['ContainerCreating', 'PodInitializing']);
 
-/** One line: masked, escaped, cut to MAX_EVIDENCE_LINE. */
+/**
+ * One line: masked, escaped, cut to MAX_EVIDENCE_LINE in its middle. A message says last what went
+ * wrong (a pull error's `…: not found` after the image reference it quotes twice, an exception's
+ * words after its type), so a long line keeps its start and its end.
+ */
 function line(text: string, mask: (text: string) => string): string {
   const safe = terminalText(mask(text));
-  return safe.length <= MAX_EVIDENCE_LINE ? safe : `${safe.slice(0, MAX_EVIDENCE_LINE - 1)}…`;
+  if (safe.length <= MAX_EVIDENCE_LINE) return safe;
+  return `${safe.slice(0, KEPT_HEAD)}…${safe.slice(safe.length - (MAX_EVIDENCE_LINE - KEPT_HEAD - 1))}`;
 }
+
+/**
+ * The kubelet's `Error: ErrImagePull`, `Error: ImagePullBackOff`: a container's waiting reason
+ * again, as an Event of its own beside the one with the words (`Failed to pull image …`).
+ */
+const BARE_REASON_NOTE = /^Error: [A-Za-z]+$/;
 
 const unmasked = (text: string): string => text;
 
@@ -192,13 +207,15 @@ export function podEvidence(
       const tail = logTailLines(mask(log), options.logLines, options.logTruncated?.(status.name) ?? false);
       const which = last ? 'previous instance' : 'log';
       if (tail.length > 0) out.push(line(`${prefix} ${which}, last ${tail.length} lines:`, mask));
-      for (const text of tail) out.push(line(`  | ${text}`, unmasked));
+      for (const text of tail) out.push(line(`${LOG_LINE}${text}`, unmasked));
     }
   }
   const events = input.events
     .flatMap((raw) => {
       const event = EvidenceEvent.safeParse(raw);
-      return event.success && event.data.type === 'Warning' ? [event.data] : [];
+      return event.success && event.data.type === 'Warning' && !BARE_REASON_NOTE.test(event.data.note ?? '')
+        ? [event.data]
+        : [];
     })
     .sort((a, b) => eventTime(a) - eventTime(b));
   // The latest of each reason and note (a repeated probe failure is one Event with a count).
@@ -217,23 +234,37 @@ export function podEvidence(
 }
 
 /**
- * Evidence lines under a budget of characters (joined by newlines): whole lines, in order, until
- * the next would not fit; a last line says how many were left out.
+ * Evidence lines under a budget of characters (joined by newlines). Over it, the earliest log
+ * lines go first — a log's last lines say why (the exception after its traceback) — with one line
+ * in their place saying how many; then, if still over, whole lines in order until the next would
+ * not fit, and a last line says how many were left out.
  */
 export function boundedEvidence(lines: readonly string[], maxChars: number): string[] {
-  const kept: string[] = [];
+  const size = (list: readonly string[]) => list.reduce((sum, text) => sum + text.length + 1, 0);
+  if (size(lines) <= maxChars) return [...lines];
+  const kept = [...lines];
+  const first = kept.findIndex((text) => text.startsWith(LOG_LINE));
+  let dropped = 0;
+  // Room for the note in their place.
+  while (first >= 0 && kept[first]?.startsWith(LOG_LINE) && size(kept) + 40 > maxChars) {
+    kept.splice(first, 1);
+    dropped++;
+  }
+  if (dropped > 0) kept.splice(first, 0, `${LOG_LINE}… ${dropped} earlier lines left out`);
+  if (size(kept) <= maxChars) return kept;
+  const cut: string[] = [];
   let used = 0;
-  for (const [i, text] of lines.entries()) {
+  for (const [i, text] of kept.entries()) {
     const cost = text.length + 1;
-    const left = lines.length - i;
+    const left = kept.length - i;
     // Room for the note of what is left out, unless this is the last line.
     const reserve = left > 1 ? 40 : 0;
     if (used + cost + reserve > maxChars) {
-      kept.push(`… ${left} more lines of evidence left out`);
-      return kept;
+      cut.push(`… ${left} more lines of evidence left out`);
+      return cut;
     }
-    kept.push(text);
+    cut.push(text);
     used += cost;
   }
-  return kept;
+  return cut;
 }

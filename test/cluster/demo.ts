@@ -2,11 +2,13 @@
 // the control-plane emulator seeded with a listener and three deployments plus one deliberately
 // invalid deployment, and the agent itself, with a live table of the rollouts. Where the machine
 // can run one (test/cluster/realNodeLauncher.ts), a real node joins, and the deployments of the first
-// namespace run there and answer; the rest run on kwok nodes, where nothing runs. Runs until Ctrl-C;
+// namespace run there and answer — chat-api is a real LangGraph server with its PostgreSQL and
+// Redis, and the demo prints the `langgraph deploy` of another, and a `curl` that runs each one's
+// graph; the rest run on kwok nodes, where nothing runs. Runs until Ctrl-C;
 // `--exit-when-converged` prints plain lines and exits 0 once every valid deployment is DEPLOYED
 // and the invalid one is reported DEPLOY_FAILED (1 on timeout).
 import { rmSync } from 'node:fs';
-import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,7 +33,7 @@ import {
 } from '../../src/report/deploymentStatusRow.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { adminKube } from '../support/adminKube.ts';
-import { seedWithImage } from './demoSeed.ts';
+import { LANGGRAPH_DEPLOYMENT, seedForRealNode } from './demoSeed.ts';
 import {
   ClusterStartError,
   ensureClusterBinaries,
@@ -100,6 +102,18 @@ const INVALID_DEPLOYMENT = {
   source_revision_config: { image_uri: 'nginx:1.27' },
 } as const;
 
+/** A listener of LangGraph servers' render: their PostgreSQL and Redis provisioned for every deployment. */
+function storesForEvery(render: ReturnType<typeof realNodeRender>) {
+  return {
+    ...render,
+    database: { ...render.database, provision: 'always' },
+    kvstore: { ...render.kvstore, provision: 'always' },
+  } as const;
+}
+
+/** The input of a run of the LangGraph server's graph (test/cluster/node/langgraph): it counts. */
+const RUN_BODY = JSON.stringify({ assistant_id: 'counter', input: {} });
+
 const dir = await mkdtemp(join(tmpdir(), 'k8s-listener-demo-'));
 const logPath = join(dir, 'agent.log');
 const configPath = join(dir, 'config.yaml');
@@ -143,7 +157,7 @@ const realNamespace = node ? namespaces[0] : undefined;
 if (node && realNamespace) {
   const others = namespaces.filter((name) => name !== realNamespace);
   say(
-    `real node: the deployments in ${realNamespace} run on it, their containers the node registry's probe app; ${others.join(', ')} on kwok nodes, where nothing runs`,
+    `real node: the deployments in ${realNamespace} run on it: ${LANGGRAPH_DEPLOYMENT} the node registry's LangGraph server with its PostgreSQL and Redis, the others its probe app; ${others.join(', ')} on kwok nodes, where nothing runs`,
   );
 } else {
   say(
@@ -152,7 +166,12 @@ if (node && realNamespace) {
 }
 const emulator = await startEmulator({
   port: 0,
-  seed: node ? seedWithImage(seed, image(node, 'probe-app')) : seed,
+  seed: node
+    ? seedForRealNode(seed, {
+        probeApp: image(node, 'probe-app'),
+        langgraphServer: image(node, 'langgraph-server'),
+      })
+    : seed,
 });
 let agent: Agent | undefined;
 let probes: Awaited<ReturnType<typeof startProbeServer>> | undefined;
@@ -215,8 +234,13 @@ try {
       log: { level: values['log-level'] },
       reconcile: { pollIntervalMs: 2_000, rolloutRecheckMs: 1_000 },
       // agent-platform runs as the ServiceAccount made for it above; on the real node, the
-      // database and Redis run from its registry's images, as those images' own users.
-      render: { policy: { serviceAccounts: ['agent-*'] }, ...(node ? realNodeRender(node) : {}) },
+      // database and Redis run from its registry's images, as those images' own users, and every
+      // deployment gets both (a LangGraph server does not start without them, and the CLI asks
+      // for none: docs/langgraph-cli.md).
+      render: {
+        policy: { serviceAccounts: ['agent-*'] },
+        ...(node ? storesForEvery(realNodeRender(node)) : {}),
+      },
     }),
   );
   const config = await loadAgentConfig({ file: configPath, env: {} });
@@ -263,6 +287,20 @@ try {
   say(
     `  export LANGGRAPH_HOST_URL=${emulator.url} LANGGRAPH_HOST_API_KEY=demo LANGGRAPH_CLI_NO_ANALYTICS=1 LISTENER_ID=${listener.id} NAMESPACE=${namespaces[0] ?? ''}`,
   );
+  if (node) {
+    // The project of the node's LangGraph server, whose image holds its graph: the CLI reads the
+    // directory's langgraph.json even when it deploys an image.
+    const project = join(dir, 'my-agent');
+    await mkdir(project);
+    await writeFile(
+      join(project, 'langgraph.json'),
+      `${JSON.stringify({ dependencies: ['.'], graphs: { counter: './counter.py:graph' } }, null, 2)}\n`,
+    );
+    say(
+      `  cd ${project} && langgraph deploy --image-uri ${image(node, 'langgraph-server')} --listener-id "$LISTENER_ID" --k8s-namespace "$NAMESPACE" --name my-agent --no-input`,
+    );
+    say('  (it runs on the real node; once DEPLOYED, the demo prints a curl that runs its graph)');
+  }
   // The environment wins over a configuration file: say so when this shell would redirect them.
   const overriding = Object.keys(process.env).filter((name) => name.startsWith('K8S_LISTENER_'));
   if (overriding.length > 0)
@@ -313,6 +351,14 @@ try {
       () => false,
     );
     if (!answers) return undefined;
+    // A LangGraph server (it answers /info; the probe app does not): a run of its graph, answered
+    // with the run's result.
+    const langgraph = await fetch(`http://${ip}/info`, { signal: AbortSignal.timeout(2_000) }).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (langgraph)
+      return `curl -s http://${ip}/runs/wait -H 'content-type: application/json' -d '${RUN_BODY}'`;
     // With a database, the probe app's /stores opens the stores with the rendered credentials.
     return `curl -s http://${ip}${component('database') ? '/stores' : '/ok'}`;
   };

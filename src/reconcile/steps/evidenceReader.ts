@@ -2,7 +2,9 @@
 // warning Events of those pods, the tail of each crashed container's previous log, and the values
 // of its own Secrets (to mask them). Rate-limited per deployment: at most once per
 // `report.evidenceIntervalMs`, and then only when a pod changed, so a crash loop costs a few
-// requests per back-off. The extraction itself is pure (src/report/failureEvidence.ts).
+// requests per back-off; but read at once when the rollout fails, so that the failure's report
+// carries the evidence of that moment, not of a stall before it (a database pod waiting for its
+// volume). The extraction itself is pure (src/report/failureEvidence.ts).
 import type { Listener } from '../../controlplane/schemas/index.ts';
 import type { KubeClient, LiveKubeObject } from '../../kube/index.ts';
 import { ANNOTATION_GENERATED_KEYS, deploymentSelector } from '../../objects/ownership.ts';
@@ -30,6 +32,8 @@ export interface EvidenceReaderOptions {
 interface Gathered {
   readonly at: number;
   readonly key: string;
+  /** Read for a failed rollout: one that fails later is read again at once. */
+  readonly failed: boolean;
   readonly lines: readonly string[];
   /** A container ran, never ready, when read: its log may say more at the next interval. */
   readonly growing: boolean;
@@ -54,15 +58,22 @@ export class EvidenceReader {
 
   /**
    * The evidence lines of a deployment's failing or stalled pods of `revisionId`. `secretNames`:
-   * the deployment's own Secrets, whose values are masked.
+   * the deployment's own Secrets, whose values are masked. `failed`: the rollout failed.
    */
   async evidence(
-    deployment: { readonly id: string; readonly revisionId: string | undefined; readonly namespace: string },
+    deployment: {
+      readonly id: string;
+      readonly revisionId: string | undefined;
+      readonly namespace: string;
+      readonly failed: boolean;
+    },
     secretNames: readonly string[],
     signal?: AbortSignal,
   ): Promise<readonly string[]> {
     const now = (this.#o.now ?? Date.now)();
-    const last = this.#last.get(deployment.id);
+    const { failed: rolloutFailed } = deployment;
+    const kept = this.#last.get(deployment.id);
+    const last = kept?.failed === rolloutFailed ? kept : undefined;
     if (last && now - last.at < this.#o.config.evidenceIntervalMs) return last.lines;
     const { kube } = this.#o;
     const pods = podsOfRevision(
@@ -119,7 +130,7 @@ export class EvidenceReader {
       );
     }
     const growing = failing.some((pod) => endedContainers(pod).some((c) => c.running));
-    this.#last.set(deployment.id, { at: now, key, lines, growing });
+    this.#last.set(deployment.id, { at: now, key, failed: rolloutFailed, lines, growing });
     return lines;
   }
 

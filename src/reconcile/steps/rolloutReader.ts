@@ -99,7 +99,11 @@ export class RolloutReader {
     if (status.revisionStatus !== 'DEPLOY_FAILED' && problems.length === 0 && !stalled) return status;
     const secretNames = objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name);
     const evidence = await this.#o.evidence
-      .evidence({ id: deploymentId, revisionId, namespace }, secretNames, signal)
+      .evidence(
+        { id: deploymentId, revisionId, namespace, failed: status.revisionStatus === 'DEPLOY_FAILED' },
+        secretNames,
+        signal,
+      )
       // The status is told without it: evidence that cannot be read is no reason to fail the reconcile.
       .catch(() => []);
     return evidence.length > 0 ? { ...status, evidence } : status;

@@ -11,6 +11,8 @@ import {
 import { secretMask } from '../../../src/report/secretMask.ts';
 
 const none = (text: string) => text;
+const MISSING = `127.0.0.1:5000/k8s-listener-test/langgraph-server@sha256:${'0'.repeat(64)}`;
+const UNPACK = `failed to pull and unpack image "${MISSING}": failed to resolve reference "${MISSING}": ${MISSING}: not found`;
 
 function pod(status: Record<string, unknown>, limits: Record<string, string> = {}): unknown {
   return {
@@ -131,6 +133,33 @@ describe('podEvidence', () => {
       ],
     },
     {
+      name: 'a digest the registry does not have, as the real node says it: the words at the end of each long line, the bare repeats of the reason left out',
+      pod: pod({
+        initContainerStatuses: [
+          {
+            name: 'wait',
+            restartCount: 0,
+            state: {
+              waiting: { reason: 'ErrImagePull', message: `rpc error: code = NotFound desc = ${UNPACK}` },
+            },
+          },
+        ],
+      }),
+      events: [
+        warning(
+          'Failed',
+          `Failed to pull image "${MISSING}": rpc error: code = NotFound desc = ${UNPACK}`,
+          '2026-01-01T00:00:01Z',
+        ),
+        warning('Failed', 'Error: ErrImagePull', '2026-01-01T00:00:02Z'),
+        warning('Failed', 'Error: ImagePullBackOff', '2026-01-01T00:00:03Z'),
+      ],
+      expected: [
+        `pod web-1 container wait: waiting: ErrImagePull: rpc error: code = NotFound desc = failed to pul…7.0.0.1:5000/k8s-listener-test/langgraph-server@sha256:${'0'.repeat(64)}: not found; restarts: 0`,
+        `pod web-1 event Failed: Failed to pull image "127.0.0.1:5000/k8s-listener-test/langgraph-server@…00000000": ${MISSING}: not found`,
+      ],
+    },
+    {
       name: 'no node: the scheduler’s message',
       pod: pod({
         phase: 'Pending',
@@ -205,12 +234,12 @@ describe('podEvidence', () => {
     ).toEqual([]);
   });
 
-  it('escapes what a terminal acts on and cuts a long line', () => {
+  it('escapes what a terminal acts on and cuts a long line in its middle', () => {
     const log = `\u001b[31mred\u001b[0m\t${'x'.repeat(500)}\n`;
     const [, , line] = podEvidence({ pod: crashed, events: [], logs: new Map([['api', log]]) }, none, {
       logLines: 20,
     });
-    expect(line).toMatch(/^ {2}\| \\x1b\[31mred\\x1b\[0m\\tx+…$/);
+    expect(line).toMatch(/^ {2}\| \\x1b\[31mred\\x1b\[0m\\tx+…x+$/);
     expect(line?.length).toBe(MAX_EVIDENCE_LINE);
   });
 });
@@ -230,5 +259,21 @@ describe('boundedEvidence', () => {
     expect(kept.at(-1)).toMatch(/^… \d+ more lines of evidence left out$/);
     expect(kept.join('\n').length).toBeLessThanOrEqual(100);
     expect(boundedEvidence(lines.slice(0, 2), 100)).toEqual(lines.slice(0, 2));
+  });
+
+  it('drops a log’s earliest lines first: its last lines, the exception’s, are kept', () => {
+    const lines = [
+      'pod web-1 container api: last exit: Error, exit code 3; restarts: 2',
+      'pod web-1 container api previous instance, last 20 lines:',
+      ...Array.from({ length: 18 }, (_, i) => `  |   File "/lib/frame${i}.py", line ${i}, in f`),
+      "  | GraphLoadError: Failed to load graph 'counter' from my_agent.graph: No module named 'my_agent'",
+      '  | Application startup failed. Exiting.',
+      'pod web-1 event BackOff: Back-off restarting failed container api',
+    ];
+    const kept = boundedEvidence(lines, 600);
+    expect(kept.join('\n').length).toBeLessThanOrEqual(600);
+    expect(kept.slice(0, 2)).toEqual(lines.slice(0, 2));
+    expect(kept[2]).toMatch(/^ {2}\| … \d+ earlier lines left out$/);
+    expect(kept.slice(-3)).toEqual(lines.slice(-3));
   });
 });
