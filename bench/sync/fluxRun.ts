@@ -47,6 +47,7 @@ export interface FluxRun {
   readonly cpuAtHealthyS: number;
   /** API requests per deployment until every Kustomization is Ready, by HTTP method. */
   readonly coldRequestsPerDeployment: RequestsByMethod;
+  /** Requests of a writing method (POST, PUT, PATCH, DELETE) while nothing changes. */
   readonly steady: { readonly seconds: number; readonly writes: number };
   readonly changeToApplied: {
     readonly patches: number;
@@ -55,13 +56,26 @@ export interface FluxRun {
     readonly maxMs: number;
     readonly spanS: number;
   };
-  readonly resync: { readonly cpuMsPerDeployment: number; readonly seconds: number; readonly writes: number };
+  /** `requestsPerDeployment` by HTTP method: PATCH counts server-side dry runs too, which write nothing. */
+  readonly resync: {
+    readonly cpuMsPerDeployment: number;
+    readonly seconds: number;
+    readonly requestsPerDeployment: RequestsByMethod;
+  };
   readonly peakRssMiB: {
     readonly sourceController: number;
     readonly kustomizeController: number;
     readonly both: number;
   };
 }
+
+const perDeployment = (requests: RequestsByMethod, n: number): RequestsByMethod =>
+  Object.fromEntries(
+    Object.entries(requests).map(([method, count]) => [method, Number((count / n).toFixed(2))]),
+  );
+
+const difference = (after: RequestsByMethod, before: RequestsByMethod): RequestsByMethod =>
+  Object.fromEntries(Object.entries(after).map(([method, count]) => [method, count - (before[method] ?? 0)]));
 
 const writesOf = (requests: RequestsByMethod) =>
   WRITE_METHODS.reduce((sum, m) => sum + (requests[m] ?? 0), 0);
@@ -295,7 +309,7 @@ export async function runFlux(
     const resync = {
       cpuMsPerDeployment: Number(((((await flux.cpuS()) - resyncCpu) * 1000) / n).toFixed(2)),
       seconds: seconds(performance.now() - resyncStarted),
-      writes: writesOf(await flux.requests()) - writesOf(resyncRequests),
+      requestsPerDeployment: perDeployment(difference(await flux.requests(), resyncRequests), n),
     };
     log(`flux resync: ${JSON.stringify(resync)}`);
 
@@ -309,9 +323,7 @@ export async function runFlux(
       healthyS: seconds(healthyMs),
       cpuAtAppliedS: Number(cpuAtAppliedS.toFixed(2)),
       cpuAtHealthyS: Number(cpuAtHealthyS.toFixed(2)),
-      coldRequestsPerDeployment: Object.fromEntries(
-        Object.entries(afterCold).map(([method, count]) => [method, Number((count / n).toFixed(2))]),
-      ),
+      coldRequestsPerDeployment: perDeployment(afterCold, n),
       steady,
       changeToApplied,
       resync,
