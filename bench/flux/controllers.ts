@@ -131,7 +131,7 @@ interface ApplyLine {
 }
 
 /** Which Kustomization applied which revision, from kustomize-controller's log lines. */
-class AppliedRevisions {
+export class AppliedRevisions {
   /** Kustomization name → the revisions it has applied. */
   readonly #applied = new Map<string, Set<string>>();
 
