@@ -22,6 +22,7 @@ import { startArtifactRegistry } from '../flux/registry.ts';
 import { quantile } from '../statistics.ts';
 import type { BenchCluster } from './cluster.ts';
 import { type Fleet, NAMESPACES, renderFleet, type SeededDeployment } from './fleet.ts';
+import { ImageWatch } from './imageWatch.ts';
 import { log, seconds } from './log.ts';
 import type { SyncOptions } from './options.ts';
 import { until } from './until.ts';
@@ -223,10 +224,14 @@ export async function runFlux(
 
     // Change → applied: a new image in one deployment's directory, a new artifact, and a reconcile
     // request on the OCIRepository (so that its interval is not what is timed); timed from the
-    // artifact served until the cluster's Deployment carries the image. A new revision queues every
-    // Kustomization of the source (one artifact for the fleet), the changed one among them.
+    // artifact served until the cluster's Deployment carries the image. The changes are spread over
+    // three poll intervals, as the agent's are; each new revision queues every Kustomization of the
+    // source (one artifact for the fleet), the changed ones among them.
     const latencies: number[] = [];
+    const watch = await ImageWatch.start(world.admin, NAMESPACES.map(fluxNamespaceOf));
     const patchesStarted = performance.now();
+    const pending: Promise<void>[] = [];
+    const requests: Promise<string>[] = [];
     for (let p = 0; p < options.patches; p++) {
       const target = fleet.seeded[(p * 7) % fleet.seeded.length];
       if (!target) break;
@@ -238,34 +243,34 @@ export async function runFlux(
       if (!main) throw new Error(`no main Deployment rendered for ${target.deployment.name}`);
       await tree.write(target.deployment.name, objects);
       revision = await publish(`change ${p}`);
-      const since = performance.now();
-      await kubectl([
-        'annotate',
-        '--overwrite',
-        '-n',
-        FLUX_NAMESPACE,
-        `ocirepository/${SOURCE_NAME}`,
-        `${REQUESTED_AT}=${Date.now()}`,
-      ]);
-      await until(
-        `change ${p} applied by Flux`,
-        async () => {
-          const live = await world.admin.get({
-            apiVersion: 'apps/v1',
-            kind: 'Deployment',
-            namespace: main.metadata.namespace,
-            name: main.metadata.name,
-          });
-          const spec = live?.spec as
-            | { template?: { spec?: { containers?: { image?: string }[] } } }
-            | undefined;
-          return spec?.template?.spec?.containers?.some((c) => c.image === image) ? true : undefined;
-        },
-        options.phaseTimeoutMs,
-        100,
+      pending.push(
+        watch.expect(main.metadata.namespace ?? '', main.metadata.name, image).then((ms) => {
+          latencies.push(ms);
+        }),
       );
-      latencies.push(performance.now() - since);
+      // Not awaited: kubectl's own start would space the changes wider than the agent's.
+      requests.push(
+        kubectl([
+          'annotate',
+          '--overwrite',
+          '-n',
+          FLUX_NAMESPACE,
+          `ocirepository/${SOURCE_NAME}`,
+          `${REQUESTED_AT}=${Date.now()}`,
+        ]),
+      );
+      await sleep((options.pollMs * 3) / options.patches);
     }
+    await Promise.all(requests);
+    await Promise.race([
+      Promise.all(pending),
+      sleep(options.phaseTimeoutMs).then(() => {
+        throw new Error(
+          `flux change → applied: ${watch.waiting} of ${options.patches} changes not applied in time`,
+        );
+      }),
+    ]);
+    await watch.stop();
     latencies.sort((a, b) => a - b);
     const changeToApplied = {
       patches: latencies.length,
