@@ -267,6 +267,10 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
         2,
       ),
       fixed(
+        of((r) => (r.flux && r.coldSync.deployedS ? r.flux.healthyS / r.coldSync.deployedS : undefined)),
+        2,
+      ),
+      fixed(
         of((r) => Number(requestsPerDeployment(r))),
         1,
       ),
@@ -288,8 +292,8 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
       .concat(' |');
   });
   return [
-    '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | flux / agent, healthy | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
