@@ -37,7 +37,7 @@ export interface RunFigures {
 const ratio = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined ? undefined : Number((a / b).toFixed(2));
 
-/** The targets against Flux (issue 42), each judged as the median of --runs 3. */
+/** The targets against Flux, each judged as the median of --runs 3. */
 function fluxTargets(
   flux: FluxRun,
   fluxOverAgentHealthy: number | undefined,
