@@ -47,6 +47,7 @@ async function main(argv: readonly string[]): Promise<number> {
     log('built dist/ (the agent runs as the image runs it)');
   }
   // Built (minutes, the first time) before the cluster starts: no phase waits on the compiler.
+  if (options.order.includes('flux')) log('Flux: bench/flux/build.sh (minutes the first time)');
   const fluxBuild = options.order.includes('flux') ? await ensureFluxBuild() : undefined;
   if (fluxBuild) log(`Flux ${fluxBuild.version} controllers in ${fluxBuild.dir}`);
   const memoryCgroup = await makeMemoryCgroup(options.memoryLimitMiB);
