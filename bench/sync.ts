@@ -1,20 +1,23 @@
 // Sync benchmark: the real agent process applying N deployments to a fresh local cluster, against
-// the floor (a bare loop of server-side applies at the agent's concurrency on one keep-alive pool)
-// and against `kubectl apply --server-side` per namespace; then a steady state, change → applied
+// the floor (a bare loop of server-side applies at the agent's concurrency on one keep-alive pool),
+// against `kubectl apply --server-side` per namespace and against Flux (source-controller and
+// kustomize-controller, one Kustomization per deployment); then a steady state, change → applied
 // latency, request counts and memory. Each client starts on a settled cluster (the pods of the
 // phases before it all up). The targets (bench/README.md, "Targets") are printed with pass/fail;
 // --strict exits 1 when one is missed. Each phase is a module of bench/sync/.
-// Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl | --runs 3 | --agent-only] [--until-applied] [--restart] [--keep-cluster] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
+// Run: npm run bench:sync -- --deployments 100 [--order agent,floor,kubectl,flux | --runs 3 | --agent-only] [--flux-defaults] [--until-applied] [--restart] [--keep-cluster] [--phase-timeout-min 180] [--concurrency 4] [--poll-interval-ms 2000] [--strict] [--cpu-prof] [--heap-snapshot]
 //   [--from-source] [--memory-limit-mib 384] [--agent-node-options=...] [--agent-env=...] [--controller-qps 100]
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { writeAgentConfigFile } from '../test/support/agentProcess.ts';
+import { ensureFluxBuild } from './flux/controllers.ts';
 import { loadAverage } from './record.ts';
 import { type AgentRun, runAgent } from './sync/agentRun.ts';
 import { clusterVersions, createNamespaces, startBenchCluster, stopBenchCluster } from './sync/cluster.ts';
 import { NAMESPACES, seedFleet } from './sync/fleet.ts';
 import { floorNamespaceOf, runFloor } from './sync/floor.ts';
+import { FLUX_NAMESPACES, type FluxRun, runFlux } from './sync/fluxRun.ts';
 import { kubectlNamespaceOf, runKubectl } from './sync/kubectlRun.ts';
 import { log } from './sync/log.ts';
 import { makeMemoryCgroup, removeMemoryCgroup } from './sync/memoryCgroup.ts';
@@ -43,6 +46,10 @@ async function main(argv: readonly string[]): Promise<number> {
     await promisify(execFile)('npm', ['run', '--silent', 'build'], { cwd: ROOT });
     log('built dist/ (the agent runs as the image runs it)');
   }
+  // Built (minutes, the first time) before the cluster starts: no phase waits on the compiler.
+  if (options.order.includes('flux')) log('Flux: bench/flux/build.sh (minutes the first time)');
+  const fluxBuild = options.order.includes('flux') ? await ensureFluxBuild() : undefined;
+  if (fluxBuild) log(`Flux ${fluxBuild.version} controllers in ${fluxBuild.dir}`);
   const memoryCgroup = await makeMemoryCgroup(options.memoryLimitMiB);
   if (memoryCgroup) log(`agent in a memory cgroup of ${options.memoryLimitMiB} MiB (the chart's limit)`);
   const world = await startBenchCluster(options);
@@ -51,6 +58,7 @@ async function main(argv: readonly string[]): Promise<number> {
       ...NAMESPACES,
       ...NAMESPACES.map(floorNamespaceOf),
       ...NAMESPACES.map(kubectlNamespaceOf),
+      ...(fluxBuild ? FLUX_NAMESPACES : []),
     ];
     await createNamespaces(world.admin, namespaces);
     const fleet = await seedFleet(world.client, world.emulator, n);
@@ -82,6 +90,7 @@ async function main(argv: readonly string[]): Promise<number> {
     let agentRun: AgentRun | undefined;
     let floorMs: number | undefined;
     let kubectlMs: number | undefined;
+    let fluxRun: FluxRun | undefined;
     for (const [i, phase] of options.order.entries()) {
       // Each client on a settled cluster: the pods of the phases before it all up (settle.ts).
       if (i > 0) await settle(world.admin, namespaces, options.phaseTimeoutMs);
@@ -89,7 +98,8 @@ async function main(argv: readonly string[]): Promise<number> {
       if (phase === 'agent')
         agentRun = await runAgent(world, fleet, options, { configPath, launch, profileDir, snapshotDir });
       else if (phase === 'floor') floorMs = await runFloor(world, fleet, options.concurrency);
-      else kubectlMs = await runKubectl(world, fleet, options.phaseTimeoutMs);
+      else if (phase === 'kubectl') kubectlMs = await runKubectl(world, fleet, options.phaseTimeoutMs);
+      else if (fluxBuild) fluxRun = await runFlux(world, fleet, options, fluxBuild);
     }
     if (!agentRun) throw new Error('the agent did not run');
     const restart = options.restart
@@ -103,6 +113,7 @@ async function main(argv: readonly string[]): Promise<number> {
       agentRun,
       floorMs,
       kubectlMs,
+      fluxRun,
       restart,
       versions: await clusterVersions(world),
       inMemoryCgroup: memoryCgroup !== undefined,

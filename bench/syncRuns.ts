@@ -1,12 +1,17 @@
 // `bench:sync --runs N`: N runs of the sync benchmark, each a fresh cluster and its own record,
-// the order of agent, floor and kubectl rotated so that each goes first once in every three (the
-// first meets a cold API server, the later ones the pods of the earlier ones); then the medians,
-// judged against the targets (bench/README.md, "Targets").
+// the order of agent, floor, kubectl and Flux rotated so that each goes first once in every four
+// (the first meets a cold API server, the later ones the pods of the earlier ones); then the
+// medians, judged against the targets (bench/README.md, "Targets").
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { median } from './statistics.ts';
 
-const ROTATIONS = ['agent,floor,kubectl', 'floor,kubectl,agent', 'kubectl,agent,floor'] as const;
+const ROTATIONS = [
+  'agent,floor,kubectl,flux',
+  'floor,kubectl,flux,agent',
+  'kubectl,flux,agent,floor',
+  'flux,agent,floor,kubectl',
+] as const;
 
 interface RunRecord {
   readonly deployments: number;
@@ -15,7 +20,16 @@ interface RunRecord {
     readonly agentCpuAtAppliedS?: number;
     readonly fullReconcilesAtDeployed?: number;
   };
-  readonly ratios: { readonly agentOverFloor?: number; readonly kubectlOverAgent?: number };
+  readonly ratios: {
+    readonly agentOverFloor?: number;
+    readonly kubectlOverAgent?: number;
+    readonly fluxOverAgentHealthy?: number;
+  };
+  readonly flux?: {
+    readonly cpuAtAppliedS: number;
+    readonly changeToApplied: { readonly p99Ms: number };
+    readonly peakRssMiB: { readonly both: number };
+  };
   readonly coldRequestsPerDeployment: Readonly<Record<string, number>>;
   readonly memory: { readonly peakRssMiB: number; readonly peakGrowthKiBPerDeployment?: number };
   readonly resync?: { readonly cpuMsPerDeployment: number };
@@ -79,6 +93,10 @@ export async function runRotated(runs: number, argv: readonly string[]): Promise
   const figures = {
     agentOverFloor: of((r) => r.ratios.agentOverFloor),
     kubectlOverAgent: of((r) => r.ratios.kubectlOverAgent),
+    fluxOverAgentHealthy: of((r) => r.ratios.fluxOverAgentHealthy),
+    fluxCpuMsPerDeployment: of((r) => ((r.flux?.cpuAtAppliedS ?? Number.NaN) * 1000) / n),
+    fluxChangeToAppliedP99Ms: of((r) => r.flux?.changeToApplied.p99Ms),
+    fluxPeakRssMiB: of((r) => r.flux?.peakRssMiB.both),
     requestsPerDeployment: of((r) => Object.values(r.coldRequestsPerDeployment).reduce((a, b) => a + b, 0)),
     cpuMsPerDeployment: of((r) => ((r.coldSync.agentCpuAtAppliedS ?? Number.NaN) * 1000) / n),
     fullReconcilesPerDeployment: of((r) => (r.coldSync.fullReconcilesAtDeployed ?? Number.NaN) / n),
@@ -91,7 +109,25 @@ export async function runRotated(runs: number, argv: readonly string[]): Promise
   };
   const pollMs = records[0]?.pollIntervalMs ?? Number.NaN;
   const slowestKubectlOverAgent = Math.min(...records.map((r) => r.ratios.kubectlOverAgent ?? Number.NaN));
+  const flux = records.some((r) => r.flux !== undefined);
   const targets = [
+    ...(flux
+      ? [
+          { target: 'flux / agent ≥ 1.5 (cold sync to healthy)', pass: figures.fluxOverAgentHealthy >= 1.5 },
+          {
+            target: "agent's change → applied p99 below Flux's",
+            pass: figures.changeToAppliedP99Ms < figures.fluxChangeToAppliedP99Ms,
+          },
+          {
+            target: "agent's peak RSS below Flux's two controllers'",
+            pass: figures.peakRssMiB < figures.fluxPeakRssMiB,
+          },
+          {
+            target: "agent's CPU per deployment below Flux's",
+            pass: figures.cpuMsPerDeployment < figures.fluxCpuMsPerDeployment,
+          },
+        ]
+      : []),
     { target: 'agent / floor ≤ 1.5', pass: figures.agentOverFloor <= 1.5 },
     { target: 'kubectl / agent ≥ 1.2', pass: figures.kubectlOverAgent >= 1.2 },
     { target: 'kubectl / agent ≥ 1.0 in every run', pass: slowestKubectlOverAgent >= 1.0 },

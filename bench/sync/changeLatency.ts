@@ -1,5 +1,5 @@
 // Change → applied: a new image on a deployment in the control plane, timed until the cluster's
-// Deployment carries it (seen by a watch), over changes spread across a few poll intervals; with
+// Deployment carries it (seen by a watch, imageWatch.ts), over changes spread across a few poll intervals; with
 // the agent's own means over the same span, which split the latency into its parts: a change
 // waits for the next listing (half an interval plus a poll's duration, on average), then in the
 // work queue, then for its reconcile.
@@ -10,6 +10,7 @@ import type { Sample } from '../../test/support/metricSamples.ts';
 import { quantile } from '../statistics.ts';
 import { type AgentMeter, total } from './agentMetrics.ts';
 import { type Fleet, NAMESPACES, renderFleet } from './fleet.ts';
+import { ImageWatch } from './imageWatch.ts';
 import { log, seconds } from './log.ts';
 
 export interface ChangeLatency {
@@ -42,32 +43,7 @@ export async function measureChangeToApplied(
 ): Promise<ChangeLatency> {
   const { patches, pollMs, phaseTimeoutMs } = options;
   const latencies: number[] = [];
-  const watchAbort = new AbortController();
-  const waiting = new Map<string, { image: string; since: number; done: () => void }>();
-  const watches = NAMESPACES.map(async (namespace) => {
-    const list = await admin.listWithVersion('Deployment', { namespace });
-    try {
-      for await (const event of admin.watch('Deployment', {
-        namespace,
-        resourceVersion: list.resourceVersion,
-        signal: watchAbort.signal,
-      })) {
-        const key = `${namespace}/${event.object.metadata.name}`;
-        const wanted = waiting.get(key);
-        const spec = event.object.spec as
-          | { template?: { spec?: { containers?: { image?: string }[] } } }
-          | undefined;
-        if (wanted && spec?.template?.spec?.containers?.some((c) => c.image === wanted.image)) {
-          latencies.push(performance.now() - wanted.since);
-          waiting.delete(key);
-          wanted.done();
-        }
-      }
-    } catch (error) {
-      if (!watchAbort.signal.aborted) throw error;
-    }
-  });
-  await sleep(500);
+  const watch = await ImageWatch.start(admin, NAMESPACES);
   const before = await meter.read();
   const patchesStarted = performance.now();
   const pending: Promise<void>[] = [];
@@ -81,9 +57,9 @@ export async function measureChangeToApplied(
     );
     if (!main) throw new Error(`no main Deployment rendered for ${target.deployment.name}`);
     const image = `registry.example.test/bench/app:2.${p}.0`;
-    const done = new Promise<void>((resolve) =>
-      waiting.set(`${namespace}/${main.metadata.name}`, { image, since: performance.now(), done: resolve }),
-    );
+    const done = watch.expect(namespace, main.metadata.name, image).then((ms) => {
+      latencies.push(ms);
+    });
     await client.patchDeployment(target.deployment.id, { source_revision_config: { image_uri: image } });
     pending.push(done);
     // Spread over a few poll intervals, as edits arrive in life, not all in one poll.
@@ -92,12 +68,11 @@ export async function measureChangeToApplied(
   await Promise.race([
     Promise.all(pending),
     sleep(phaseTimeoutMs).then(() => {
-      throw new Error(`change → applied: ${waiting.size} of ${patches} changes not applied in time`);
+      throw new Error(`change → applied: ${watch.waiting} of ${patches} changes not applied in time`);
     }),
   ]);
   const after = await meter.read();
-  watchAbort.abort();
-  await Promise.allSettled(watches);
+  await watch.stop();
   latencies.sort((a, b) => a - b);
   const latency = {
     patches: latencies.length,

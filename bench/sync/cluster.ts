@@ -38,11 +38,12 @@ export async function startBenchCluster(options: {
 }): Promise<BenchCluster> {
   const binDir = await ensureClusterBinaries();
   const workDir = await mkdtemp(join(tmpdir(), 'k8s-listener-bench-'));
-  // Room for every pod: the agent's, the floor's and kubectl's copies (about 2.2 pods a deployment each).
+  // Room for every pod: the agent's, the floor's, kubectl's and Flux's copies (about 2.2 pods a
+  // deployment each).
   const cluster = await startLocalCluster({
     binDir,
     ...(options.keepCluster ? { runDir: join(workDir, 'cluster') } : {}),
-    podsPerNode: Math.max(250, Math.ceil((options.deployments * 3 * 2.5) / 3)),
+    podsPerNode: Math.max(250, Math.ceil((options.deployments * 4 * 2.5) / 3)),
     controllerManagerQps: options.controllerQps,
   });
   const emulator = await startEmulator({});

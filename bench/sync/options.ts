@@ -1,7 +1,7 @@
 // bench:sync's flags, read and checked once: a wrong one exits 2 before anything starts.
 import { parseArgs } from 'node:util';
 
-export const PHASES = ['agent', 'floor', 'kubectl'] as const;
+export const PHASES = ['agent', 'floor', 'kubectl', 'flux'] as const;
 export type Phase = (typeof PHASES)[number];
 
 const SOURCE_MAIN = new URL('../../src/cli/main.ts', import.meta.url).pathname;
@@ -32,6 +32,8 @@ export interface SyncOptions {
   readonly controllerQps: number | undefined;
   readonly order: readonly Phase[];
   readonly agentOnly: boolean;
+  /** Flux at its own defaults (concurrency, client rate limit) instead of the agent's. */
+  readonly fluxDefaults: boolean;
   readonly untilApplied: boolean;
   readonly restart: boolean;
   readonly keepCluster: boolean;
@@ -76,9 +78,13 @@ function parseFlags(argv: readonly string[]) {
       // default (qps 20, burst 30) brings up some 5 pods a second: at N = 3,000 most of an hour
       // before every revision is DEPLOYED.
       'controller-qps': { type: 'string' },
-      // The order of the three clients, each on the same cluster after the ones before it (the
-      // first meets a cold API server, the later ones the pods of the earlier ones).
-      order: { type: 'string', default: 'agent,floor,kubectl' },
+      // The order of the clients, each on the same cluster after the ones before it (the first
+      // meets a cold API server, the later ones the pods of the earlier ones). Flux may be left
+      // out (it is built from Go modules the first time it is asked for: minutes).
+      order: { type: 'string', default: 'agent,floor,kubectl,flux' },
+      // Flux at its own defaults (--concurrent 4, --kube-api-qps 50, --kube-api-burst 300) instead
+      // of the agent's concurrency and client rate limit.
+      'flux-defaults': { type: 'boolean', default: false },
       // The agent alone: no floor or kubectl copies (no ratios), as for N = 10,000.
       'agent-only': { type: 'boolean', default: false },
       // Stop the agent's phase once every object is applied and the rollouts have had a few minutes
@@ -131,8 +137,9 @@ export function readOptions(argv: readonly string[]): {
   const order: readonly Phase[] = agentOnly
     ? ['agent']
     : flags.order.split(',').filter((p): p is Phase => (PHASES as readonly string[]).includes(p));
-  if (order.length !== new Set(order).size || (!agentOnly && order.length !== PHASES.length))
-    usage('--order takes agent, floor and kubectl, each once, comma-separated');
+  const required: readonly Phase[] = agentOnly ? ['agent'] : ['agent', 'floor', 'kubectl'];
+  if (order.length !== new Set(order).size || !required.every((p) => order.includes(p)))
+    usage('--order takes agent, floor and kubectl, each once, and flux at most once, comma-separated');
   const runs = Number(flags.runs);
   // Every wait is bounded: a stuck phase fails the run instead of hanging it.
   const phaseTimeoutMs =
@@ -161,6 +168,7 @@ export function readOptions(argv: readonly string[]): {
       controllerQps,
       order,
       agentOnly,
+      fluxDefaults: flags['flux-defaults'],
       untilApplied: flags['until-applied'],
       restart: flags.restart,
       keepCluster: flags['keep-cluster'],

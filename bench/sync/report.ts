@@ -12,6 +12,7 @@ import {
   requestsByVerb,
 } from './agentMetrics.ts';
 import type { AgentRun } from './agentRun.ts';
+import type { FluxRun } from './fluxRun.ts';
 import { seconds } from './log.ts';
 import type { SyncOptions } from './options.ts';
 import type { Restart } from './restart.ts';
@@ -25,6 +26,7 @@ export interface RunFigures {
   readonly agentRun: AgentRun;
   readonly floorMs: number | undefined;
   readonly kubectlMs: number | undefined;
+  readonly fluxRun: FluxRun | undefined;
   readonly restart: Restart | undefined;
   readonly versions: { serverVersion?: { gitVersion?: string }; clientVersion?: { gitVersion?: string } };
   readonly inMemoryCgroup: boolean;
@@ -35,9 +37,41 @@ export interface RunFigures {
 const ratio = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined ? undefined : Number((a / b).toFixed(2));
 
+/** The targets against Flux, each judged as the median of --runs 3. */
+function fluxTargets(
+  flux: FluxRun,
+  fluxOverAgentHealthy: number | undefined,
+  agent: {
+    readonly cpuMsPerDeployment: number;
+    readonly changeP99Ms: number | undefined;
+    readonly peakRssMiB: number | undefined;
+    readonly n: number;
+  },
+) {
+  return [
+    {
+      target: 'Flux ≥ 1.5 × the agent, cold sync to healthy (judged as the median of --runs 3)',
+      pass: (fluxOverAgentHealthy ?? 0) >= 1.5,
+    },
+    {
+      target: "the agent's change → applied p99 below Flux's",
+      pass: (agent.changeP99Ms ?? Number.POSITIVE_INFINITY) < flux.changeToApplied.p99Ms,
+    },
+    {
+      target: "the agent's peak RSS below the two Flux controllers' together",
+      pass: (agent.peakRssMiB ?? Number.POSITIVE_INFINITY) < flux.peakRssMiB.both,
+    },
+    {
+      target: "the agent's CPU per deployment (cold, to applied) below Flux's",
+      pass: agent.cpuMsPerDeployment < (flux.cpuAtAppliedS * 1000) / agent.n,
+    },
+  ];
+}
+
 /** Writes the run's record and prints its table and targets; says whether a target was missed. */
 export async function report(figures: RunFigures): Promise<{ readonly missedTarget: boolean }> {
-  const { options, agentRun, restart, floorMs, kubectlMs, loadAtStart, profileDir, snapshotDir } = figures;
+  const { options, agentRun, restart, floorMs, kubectlMs, fluxRun, loadAtStart, profileDir, snapshotDir } =
+    figures;
   const { deployments: n, pollMs } = options;
   const { appliedMs, appliedCpuS, afterCold, steady, latency, memory, atStart } = agentRun;
   const growthKiB = (((memory?.hwmMiB ?? Number.NaN) - (atStart?.rssMiB ?? Number.NaN)) * 1024) / n;
@@ -85,7 +119,13 @@ export async function report(figures: RunFigures): Promise<{ readonly missedTarg
     ratios: {
       agentOverFloor: ratio(appliedMs, floorMs),
       kubectlOverAgent: ratio(kubectlMs, appliedMs),
+      fluxOverAgentApplied: ratio(fluxRun?.appliedS, seconds(appliedMs)),
+      fluxOverAgentHealthy: ratio(
+        fluxRun?.healthyS,
+        agentRun.deployedMs === undefined ? undefined : seconds(agentRun.deployedMs),
+      ),
     },
+    flux: fluxRun,
     coldRequestsPerDeployment: Object.fromEntries(
       Object.entries(verbs).map(([verb, count]) => [verb, Number((count / n).toFixed(2))]),
     ),
@@ -134,6 +174,14 @@ export async function report(figures: RunFigures): Promise<{ readonly missedTarg
             pass: (result.ratios.kubectlOverAgent ?? 0) >= 1.2,
           },
         ]),
+    ...(fluxRun
+      ? fluxTargets(fluxRun, result.ratios.fluxOverAgentHealthy, {
+          cpuMsPerDeployment: ((appliedCpuS ?? Number.NaN) * 1000) / n,
+          changeP99Ms: latency?.p99Ms,
+          peakRssMiB: memory?.hwmMiB,
+          n,
+        })
+      : []),
     { target: 'API requests per deployment in the cold sync ≤ 10', pass: requestsPerDeployment <= 10 },
     {
       target: 'agent CPU in the cold sync ≤ 15 ms per deployment',
@@ -184,8 +232,40 @@ export async function report(figures: RunFigures): Promise<{ readonly missedTarg
     ['order', options.order.join(', ')],
     ['floor (bare SSA loop)', `${result.floorS ?? '–'} s`],
     ['kubectl apply --server-side (per namespace)', `${result.kubectlS ?? '–'} s`],
+    [
+      `Flux ${fluxRun?.version ?? ''} (${fluxRun ? `${fluxRun.settingsFrom === 'agent' ? "the agent's" : 'its default'} concurrency ${fluxRun.settings.concurrent}, qps ${fluxRun.settings.kubeApiQps}` : 'not run'})`,
+      fluxRun
+        ? `applied ${fluxRun.appliedS} s, Ready ${fluxRun.healthyS} s (controllers' CPU ${fluxRun.cpuAtAppliedS} / ${fluxRun.cpuAtHealthyS} s)`
+        : '–',
+    ],
     ['agent / floor', `${result.ratios.agentOverFloor ?? '–'}`],
     ['kubectl / agent', `${result.ratios.kubectlOverAgent ?? '–'}`],
+    [
+      'flux / agent: applied, healthy (DEPLOYED)',
+      `${result.ratios.fluxOverAgentApplied ?? '–'}, ${result.ratios.fluxOverAgentHealthy ?? '–'}`,
+    ],
+    [
+      'Flux: CPU per deployment (to applied), requests per deployment (to Ready)',
+      fluxRun
+        ? `${((fluxRun.cpuAtAppliedS * 1000) / n).toFixed(1)} ms, ${Object.entries(
+            fluxRun.coldRequestsPerDeployment,
+          )
+            .map(([method, count]) => `${method} ${count}`)
+            .join(', ')}`
+        : '–',
+    ],
+    [
+      'Flux: steady writes, change → applied p50 / p99, resync CPU per deployment',
+      fluxRun
+        ? `${fluxRun.steady.writes} in ${fluxRun.steady.seconds} s, ${fluxRun.changeToApplied.p50Ms} / ${fluxRun.changeToApplied.p99Ms} ms, ${fluxRun.resync.cpuMsPerDeployment} ms`
+        : '–',
+    ],
+    [
+      'Flux: peak RSS source / kustomize (both)',
+      fluxRun
+        ? `${fluxRun.peakRssMiB.sourceController} / ${fluxRun.peakRssMiB.kustomizeController} (${fluxRun.peakRssMiB.both}) MiB`
+        : '–',
+    ],
     [
       'agent CPU per deployment (cold, to applied)',
       `${(((appliedCpuS ?? Number.NaN) * 1000) / n).toFixed(1)} ms`,

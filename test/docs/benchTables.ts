@@ -32,6 +32,26 @@ const SyncResult = z.looseObject({
   restart: z.looseObject({ peakRssMiB: z.number(), caughtUpS: z.number() }).optional(),
   /** `--cpu-prof`: the profiler roughly doubles the agent's CPU and slows its cold sync as much. */
   cpuProfileDir: z.string().optional(),
+  resync: z.looseObject({ cpuMsPerDeployment: z.number() }).optional(),
+  /** Flux's phase (bench/sync/fluxRun.ts). */
+  flux: z
+    .looseObject({
+      version: z.string(),
+      settingsFrom: z.enum(['agent', 'defaults']),
+      appliedS: z.number(),
+      healthyS: z.number(),
+      cpuAtAppliedS: z.number(),
+      coldRequestsPerDeployment: z.record(z.string(), z.number()),
+      steady: z.looseObject({ writes: z.number() }),
+      changeToApplied: z.looseObject({ p99Ms: z.number() }),
+      resync: z.looseObject({ cpuMsPerDeployment: z.number() }),
+      peakRssMiB: z.looseObject({
+        sourceController: z.number(),
+        kustomizeController: z.number(),
+        both: z.number(),
+      }),
+    })
+    .optional(),
 });
 export type SyncResult = z.infer<typeof SyncResult>;
 
@@ -247,6 +267,10 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
         2,
       ),
       fixed(
+        of((r) => (r.flux && r.coldSync.deployedS ? r.flux.healthyS / r.coldSync.deployedS : undefined)),
+        2,
+      ),
+      fixed(
         of((r) => Number(requestsPerDeployment(r))),
         1,
       ),
@@ -268,8 +292,46 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
       .concat(' |');
   });
   return [
-    '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| series (UTC) | N | runs | controller qps | applied s | agent / floor | kubectl / agent | flux / agent, healthy | requests / deployment | agent CPU ms / deployment | peak RSS MiB | peak RSS growth KiB / deployment |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+  ].join('\n');
+}
+
+const sumOf = (counts: Readonly<Record<string, number>>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+/** Per N and Flux's settings (the agent's, or its defaults), the newest unprofiled run with Flux beside the agent. */
+export function fluxTableMarkdown(results: readonly SyncResult[]): string {
+  const withFlux = results.filter((r) => r.flux !== undefined && r.cpuProfileDir === undefined);
+  const runs = newestOf(withFlux, (r) => `${r.deployments} ${r.flux?.settingsFrom}`).sort(
+    (a, b) => b.deployments - a.deployments,
+  );
+  const rows = runs.flatMap((r) => {
+    const flux = r.flux;
+    if (!flux) return [];
+    const n = r.deployments;
+    const deployed = r.coldSync.deployedS ?? undefined;
+    return [
+      [
+        n.toLocaleString('en-US'),
+        r.startedAt.slice(0, 16).replace('T', ' '),
+        `${flux.version}, ${flux.settingsFrom === 'agent' ? "agent's" : 'defaults'}`,
+        `${fixed(flux.appliedS, 1)} / ${fixed(r.coldSync.appliedS, 1)}`,
+        `${fixed(flux.healthyS, 1)} / ${fixed(deployed, 1)}`,
+        deployed ? fixed(flux.healthyS / deployed, 2) : '–',
+        `${fixed((flux.cpuAtAppliedS * 1000) / n, 1)} / ${fixed(((r.coldSync.agentCpuAtAppliedS ?? Number.NaN) * 1000) / n, 1)}`,
+        `${fixed(sumOf(flux.coldRequestsPerDeployment), 1)} / ${requestsPerDeployment(r)}`,
+        `${flux.steady.writes} / ${r.steady?.writesExceptLease ?? '–'}`,
+        `${fixed(flux.changeToApplied.p99Ms / 1000, 1)} / ${fixed((r.changeToApplied?.p99Ms ?? Number.NaN) / 1000, 1)}`,
+        `${fixed(flux.resync.cpuMsPerDeployment, 2)} / ${fixed(r.resync?.cpuMsPerDeployment, 2)}`,
+        `${fixed(flux.peakRssMiB.sourceController, 0)} + ${fixed(flux.peakRssMiB.kustomizeController, 0)} / ${fixed(r.memory.peakRssMiB, 0)}`,
+      ].join(' | '),
+    ].map((row) => `| ${row} |`);
+  });
+  return [
+    '| N | run (UTC) | Flux, its settings | applied s | healthy s | flux / agent, healthy | CPU ms / deployment | requests / deployment | steady writes | change → applied p99 s | resync CPU ms / deployment | peak RSS MiB |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n');
@@ -277,13 +339,23 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
 
 const OUTCOME = { rendered: 'rendered', parse: 'refused by the schema', render: 'refused by render' };
 
-/** `bench:render-size`'s newest run: each shape's sizes, their times, and the time per KiB of input. */
+/**
+ * `bench:render-size`'s newest run: of each shape, the largest size rendered and the largest
+ * refused (the run's record holds every size), their times, and the time per KiB of input.
+ */
 export function renderSizeTableMarkdown(results: readonly RenderSizeResult[]): string {
   const [newest] = newestOf(results, () => 'render-size');
-  const rows = (newest?.rows ?? []).map((r) => {
-    const total = r.parseMs + r.renderMs;
-    return `| ${r.shape} | ${r.size.toLocaleString('en-US')} | ${r.inputKiB.toLocaleString('en-US')} | ${fixed(r.parseMs, 2)} | ${fixed(r.renderMs, 2)} | ${fixed((total * 1000) / Math.max(r.inputKiB, 1), 1)} | ${OUTCOME[r.outcome]} |`;
-  });
+  const largest = new Map<string, RenderSizeResult['rows'][number]>();
+  for (const r of newest?.rows ?? []) {
+    const key = `${r.shape} ${r.outcome === 'rendered'}`;
+    if ((largest.get(key)?.size ?? -1) < r.size) largest.set(key, r);
+  }
+  const rows = (newest?.rows ?? [])
+    .filter((r) => largest.get(`${r.shape} ${r.outcome === 'rendered'}`) === r)
+    .map((r) => {
+      const total = r.parseMs + r.renderMs;
+      return `| ${r.shape} | ${r.size.toLocaleString('en-US')} | ${r.inputKiB.toLocaleString('en-US')} | ${fixed(r.parseMs, 2)} | ${fixed(r.renderMs, 2)} | ${fixed((total * 1000) / Math.max(r.inputKiB, 1), 1)} | ${OUTCOME[r.outcome]} |`;
+    });
   const header = newest
     ? `Run ${newest.startedAt.slice(0, 16).replace('T', ' ')} UTC, load at start ${newest.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'}.\n\n`
     : '';

@@ -7,6 +7,7 @@ import {
   type BenchResult,
   benchMediansMarkdown,
   benchTableMarkdown,
+  fluxTableMarkdown,
   microTableMarkdown,
   parseBenchResult,
   realNodePhasesTableMarkdown,
@@ -60,6 +61,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
     ['bench/README.md', 'real-node-phases', realNodePhasesTableMarkdown(realNode)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
     ['bench/README.md', 'sync-results', benchTableMarkdown(sync)],
+    ['bench/README.md', 'sync-flux', fluxTableMarkdown(sync)],
   ];
   const pages = new Map<string, GeneratedPage>();
   for (const [file, region, content] of regions) {

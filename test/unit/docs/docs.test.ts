@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../../../src/config/agentConfig.ts';
 import {
   benchTableMarkdown,
+  fluxTableMarkdown,
   microTableMarkdown,
   parseBenchResult,
   realNodePhasesTableMarkdown,
@@ -235,6 +236,62 @@ describe('bench:sync records', () => {
       '| 1,000 | 2026-11-21 10:00 | agent floor kubectl, 20',
     ]);
     expect(rows[3]).toContain('| 80.0 / 160.0 | 1.25 | 1.60 |');
+  });
+});
+
+describe('bench/README.md', () => {
+  it('stays within 10 KB, current figures only: no dated narrative (git keeps the history)', async () => {
+    const text = await read('bench/README.md');
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(10 * 1024);
+    expect(text).not.toMatch(/\b(Until|Before|Since|Runs before) 20\d\d-|the earlier series/);
+  });
+});
+
+describe('bench:sync records with Flux', () => {
+  it('are tabled as the newest of each N and Flux setting, each cell Flux / agent', () => {
+    const flux = {
+      version: 'v1.9.6',
+      settingsFrom: 'agent',
+      appliedS: 60,
+      healthyS: 90,
+      cpuAtAppliedS: 40,
+      coldRequestsPerDeployment: { GET: 20, PATCH: 30 },
+      steady: { writes: 0 },
+      changeToApplied: { p99Ms: 8000 },
+      resync: { cpuMsPerDeployment: 150 },
+      peakRssMiB: { sourceController: 90, kustomizeController: 160, both: 250 },
+    };
+    const run = (startedAt: string, extra: Record<string, unknown>) => {
+      const parsed = parseBenchResult(
+        `${startedAt}-100.json`,
+        JSON.stringify({
+          startedAt,
+          deployments: 100,
+          coldSync: { appliedS: 20, agentCpuAtAppliedS: 2, deployedS: 30 },
+          coldRequestsPerDeployment: { patch: 9, get: 2 },
+          steady: { writesExceptLease: 0 },
+          changeToApplied: { p99Ms: 2500 },
+          resync: { cpuMsPerDeployment: 0.5 },
+          memory: { peakRssMiB: 150 },
+          ...extra,
+        }),
+      );
+      if (parsed.kind !== 'sync') throw new Error('not a sync record');
+      return parsed.result;
+    };
+    const rows = fluxTableMarkdown([
+      run('2026-11-27T10:00:00Z', { flux }),
+      run('2026-11-27T11:00:00Z', { flux: { ...flux, healthyS: 120 } }),
+      run('2026-11-27T12:00:00Z', { flux: { ...flux, settingsFrom: 'defaults' } }),
+      run('2026-11-27T13:00:00Z', {}),
+    ])
+      .split('\n')
+      .slice(2)
+      .filter((line) => line !== '');
+    expect(rows).toEqual([
+      '| 100 | 2026-11-27 12:00 | v1.9.6, defaults | 60.0 / 20.0 | 90.0 / 30.0 | 3.00 | 400.0 / 20.0 | 50.0 / 11.0 | 0 / 0 | 8.0 / 2.5 | 150.00 / 0.50 | 90 + 160 / 150 |',
+      "| 100 | 2026-11-27 11:00 | v1.9.6, agent's | 60.0 / 20.0 | 120.0 / 30.0 | 4.00 | 400.0 / 20.0 | 50.0 / 11.0 | 0 / 0 | 8.0 / 2.5 | 150.00 / 0.50 | 90 + 160 / 150 |",
+    ]);
   });
 });
 
