@@ -79,6 +79,8 @@ export interface SoloReconcilerOptions {
   /** Passed to the reconciler as they are (ReconcilerOptions). */
   readonly suspension?: ReconcilerOptions['suspension'];
   readonly agentChanges?: ReconcilerOptions['agentChanges'];
+  /** The agent's digest key; default none (plain digests). */
+  readonly digestKey?: Uint8Array;
 }
 
 /** A reconciler of its own, whose reports are kept in `sent`. */
@@ -109,6 +111,7 @@ export function soloReconciler(options: SoloReconcilerOptions) {
     allowedNamespaces: undefined,
     suspension: options.suspension,
     agentChanges: options.agentChanges,
+    digestKey: options.digestKey,
   });
   return { reconciler, desired, reporter, sent, metrics, inventories };
 }

@@ -229,6 +229,12 @@ describe('install commands of README.md and docs/installing.md, and the monitori
     },
   };
 
+  // The example values' namespaces, as a newcomer's cluster has them: not there yet (a test of
+  // the shared cluster, such as render/dry-run, may have made them for its own dry runs).
+  beforeAll(async () => {
+    await run('kubectl delete namespace apps apps-staging --ignore-not-found --wait=true', env());
+  }, 120_000);
+
   afterAll(async () => {
     await run('helm uninstall k8s-listener -n k8s-listener --wait', env());
     await run(

@@ -63,11 +63,15 @@ const written = async (): Promise<string[]> =>
     .map((o) => `${o.kind}/${o.metadata.name}`)
     .sort();
 
-/** A deployment made in the control plane and handed to the reconciler as desired. */
+/**
+ * A deployment made in the control plane and handed to the reconciler as desired; `source` adds to
+ * its source_config (a custom URL), `top` to the deployment (its secret references).
+ */
 const present = (
   desired: ReturnType<typeof soloReconciler>['desired'],
   name: string,
   spec: Record<string, unknown> = {},
+  more: { source?: Record<string, unknown>; top?: Record<string, unknown> } = {},
 ): Promise<Deployment> =>
   desire(
     world.client,
@@ -77,7 +81,9 @@ const present = (
         listener_id: listener.id,
         listener_config: { k8s_namespace: namespace },
         resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32, ...spec },
+        ...more.source,
       },
+      ...more.top,
     }),
   );
 
@@ -236,17 +242,13 @@ describe('diff and run agree', () => {
 
   it('on a reference the rules refuse: run writes nothing and fails it, and diff says it would fail, with the same words', async () => {
     const { reconciler, desired } = soloReconciler({ kube, listener, logger });
-    const naming = await desire(
-      world.client,
+    const naming = await present(
       desired,
-      app(world, 'naming-absent', namespace, {
-        source_config: {
-          listener_id: listener.id,
-          listener_config: { k8s_namespace: namespace },
-          resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
-        },
-        secret_references: [{ name: 'TOKEN', secret_name: 'not-made-yet', secret_key: 'token' }],
-      }),
+      'naming-absent',
+      {},
+      {
+        top: { secret_references: [{ name: 'TOKEN', secret_name: 'not-made-yet', secret_key: 'token' }] },
+      },
     );
     const before = await written();
     const previewed = (await preview(naming.id)).deployments[0];
@@ -264,18 +266,7 @@ describe('diff and run agree', () => {
     });
     const { reconciler, desired } = soloReconciler({ kube, listener, logger, renderConfig });
     const routed = (name: string) =>
-      desire(
-        world.client,
-        desired,
-        app(world, name, namespace, {
-          source_config: {
-            listener_id: listener.id,
-            listener_config: { k8s_namespace: namespace },
-            custom_url: 'https://one.agree.example.test/',
-            resource_spec: { min_scale: 1, max_scale: 1, cpu: 0.05, memory_mb: 32 },
-          },
-        }),
-      );
+      present(desired, name, {}, { source: { custom_url: 'https://one.agree.example.test/' } });
     const first = await routed('host-first');
     expect((await reconciler.reconcile(first.id)).result).not.toBe('terminal');
     const second = await routed('host-second');
@@ -287,7 +278,9 @@ describe('diff and run agree', () => {
   });
 
   it("on an agent change held at its rate: run writes nothing yet, and diff marks the change as the agent's", async () => {
-    const { reconciler, desired } = soloReconciler({ kube, listener, logger });
+    // The agent's key on both sides, as `diff` reads it from the cluster: digests compared.
+    const digestKey = new Uint8Array(32).fill(7);
+    const { reconciler, desired } = soloReconciler({ kube, listener, logger, digestKey });
     const steady = await present(desired, 'agent-change');
     expect((await reconciler.reconcile(steady.id)).result).not.toBe('terminal');
     // The agent's new render of the same revision: another grace period in every pod template.
@@ -295,7 +288,7 @@ describe('diff and run agree', () => {
     const gate = new AgentChangeGate({ rate: 1 });
     expect(gate.ask('someone-else').admitted).toBe(true);
     // A new agent: it starts from the inventories in the cluster.
-    const next = soloReconciler({ kube, listener, logger, renderConfig, agentChanges: gate });
+    const next = soloReconciler({ kube, listener, logger, renderConfig, agentChanges: gate, digestKey });
     await next.inventories.load([namespace]);
     next.desired.set(steady.id, desired.get(steady.id) ?? { kind: 'gone' });
     const before = await kube.get({
@@ -305,7 +298,7 @@ describe('diff and run agree', () => {
       name: 'agent-change',
     });
 
-    const previewed = (await preview(steady.id, undefined, { renderConfig })).deployments[0];
+    const previewed = (await preview(steady.id, undefined, { renderConfig, digestKey })).deployments[0];
     const outcome = await next.reconciler.reconcile(steady.id);
     // Held: looked at again when its turn comes, not at a rollout's recheck.
     expect(outcome).toMatchObject({ result: 'requeue' });

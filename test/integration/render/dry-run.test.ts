@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Deployment } from '../../../src/controlplane/schemas/index.ts';
 import { KubeClient } from '../../../src/kube/index.ts';
 import { type KubeObject, type RenderConfig, renderDeployment } from '../../../src/render/index.ts';
-import { adminKube } from '../../support/adminKube.ts';
+import { adminKube, createNamespace, uniqueNamespace } from '../../support/adminKube.ts';
 import {
   goldenConfig,
   listener,
@@ -15,15 +15,24 @@ import {
 import { validDeployment } from '../../support/specArbitraries.ts';
 
 let kube: KubeClient;
+/**
+ * The fixtures' namespaces (`apps`, `apps-staging`) stand for namespaces of this file's own: dry
+ * runs write nothing, yet their namespace must exist, and the shared cluster's other tests (the
+ * README's install of the example values) need those names free.
+ */
+const own = new Map(
+  (listener.compute_config?.k8s_namespaces ?? []).map((name) => [name, uniqueNamespace('dry-run')]),
+);
 beforeAll(async () => {
   kube = await KubeClient.fromKubeconfig(inject('kubeconfigPath'), { logger: pino({ level: 'silent' }) });
-  // Dry runs write nothing, but the target namespaces must exist for the server to admit them.
   const admin = adminKube(inject('kubeconfigPath'));
-  for (const name of listener.compute_config?.k8s_namespaces ?? []) {
-    await admin.core.createNamespace({ body: { metadata: { name } } }).catch(() => undefined);
-  }
+  for (const name of own.values()) await createNamespace(admin, name);
 });
-afterAll(() => kube.close());
+afterAll(async () => {
+  const admin = adminKube(inject('kubeconfigPath'));
+  for (const name of own.values()) await admin.core.deleteNamespace({ name }).catch(() => undefined);
+  await kube.close();
+});
 
 function rendered(deployment: Deployment, config: RenderConfig = goldenConfig): KubeObject[] {
   const result = renderDeployment(
@@ -31,7 +40,10 @@ function rendered(deployment: Deployment, config: RenderConfig = goldenConfig): 
     config,
   );
   if (!result.ok) throw result.error;
-  return result.value.objects;
+  return result.value.objects.map((object) => {
+    const namespace = own.get(object.metadata.namespace ?? '');
+    return namespace ? { ...object, metadata: { ...object.metadata, namespace } } : object;
+  });
 }
 
 /** Server-side apply with dryRun=All and fieldValidation=Strict: the server's full admission. */
