@@ -136,35 +136,3 @@ export function stopHook(
   }
   return serveSeconds > 0 ? { preStop: { sleep: { seconds: serveSeconds } } } : undefined;
 }
-
-/**
- * The database's drain, as the PostgreSQL image can run it (its shell and `psql`, over its own
- * socket, as the image's `pg_isready` does): once a second, while a LangGraph server's runs are
- * `running` and another client (a server) is still connected, it waits, at most the run grace
- * (its one argument). No `runs` table, no other client, or `psql` failing: it ends at once. It
- * always exits 0: the kubelet sends SIGTERM next either way.
- */
-export const DATABASE_DRAIN_SCRIPT = `end=$(( $(date +%s) + $1 ))
-while [ "$(date +%s)" -lt "$end" ]; do
-  busy=$(psql -X -q -t -A -U "$POSTGRES_USER" -d "$POSTGRES_DB" -c "select (select count(*) from runs where status = 'running') > 0 and (select count(*) from pg_stat_activity where backend_type = 'client backend' and pid <> pg_backend_pid()) > 0" 2>/dev/null) || break
-  [ "$busy" = t ] || break
-  sleep 1
-done
-exit 0`;
-
-/**
- * The database pod's stop: with `render.database.runDrain`, the drain above for the run grace,
- * and a termination grace to hold it; else none (PostgreSQL's own stop, within the pod's default).
- */
-export function databaseStop(
-  runGraceSeconds: number,
-  config: RenderConfig,
-): { readonly lifecycle?: Record<string, unknown>; readonly terminationGracePeriodSeconds?: number } {
-  if (!config.database.runDrain || runGraceSeconds === 0) return {};
-  return {
-    lifecycle: {
-      preStop: { exec: { command: ['sh', '-c', DATABASE_DRAIN_SCRIPT, 'drain', String(runGraceSeconds)] } },
-    },
-    terminationGracePeriodSeconds: config.app.terminationGracePeriodSeconds + runGraceSeconds,
-  };
-}

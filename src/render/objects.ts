@@ -19,7 +19,7 @@ import {
   LABEL_NAME,
 } from '../objects/ownership.ts';
 import { canonicalHash } from './canonicalHash.ts';
-import { databaseStop, type PodDrain, podDrain, runsJobs, scaleDownBehavior, stopHook } from './drain.ts';
+import { type PodDrain, podDrain, runsJobs, scaleDownBehavior, stopHook } from './drain.ts';
 import type { AppRole, AppWorkloadPlan, RenderPlan, ResolvedResources } from './plan.ts';
 import { cpuQuantity, memoryQuantity, storageQuantity } from './quantities.ts';
 import { queueScalerObjects } from './queueScaling.ts';
@@ -648,8 +648,6 @@ function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: Obje
   const database = plan.database;
   const fromSecret = (key: string) => ({ secretKeyRef: { name: names.databaseCredentials, key } });
   const labels = commonLabels(plan, 'database');
-  // Runs in flight record their end before the database stops (drain.ts).
-  const stop = databaseStop(plan.runGraceSeconds, config);
   return object(plan, 'apps/v1', 'StatefulSet', names.database, 'database', {
     serviceName: names.database,
     replicas: 1,
@@ -657,10 +655,9 @@ function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: Obje
     persistentVolumeClaimRetentionPolicy: { whenDeleted: 'Retain', whenScaled: 'Retain' },
     template: {
       metadata: { labels },
-      spec: compact({
+      spec: {
         automountServiceAccountToken: false,
         enableServiceLinks: false,
-        terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
         securityContext: podHardening(config, db.runAsUser),
         ...storePlacement(plan, config, 'database'),
         containers: [
@@ -679,13 +676,12 @@ function databaseStatefulSet(plan: RenderPlan, config: RenderConfig, names: Obje
               exec: { command: ['pg_isready', '-U', db.user, '-d', db.database] },
               periodSeconds: 5,
             },
-            lifecycle: stop.lifecycle,
             resources: database ? resources(database.resources, config) : undefined,
             volumeMounts: [{ name: 'data', mountPath: '/var/lib/postgresql/data' }],
             securityContext: containerHardening(config),
           }),
         ],
-      }),
+      },
     },
     volumeClaimTemplates: [
       {

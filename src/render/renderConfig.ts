@@ -622,12 +622,6 @@ export const RenderConfig = z
           .prefault({})
           .describe('Resources of a database whose deployment gives none.'),
         runAsUser: z.number().int().default(70).describe("The alpine postgres image's postgres user."),
-        runDrain: z
-          .boolean()
-          .default(true)
-          .describe(
-            "A `preStop` on the database that waits, at most the deployment's run grace (`render.app.runGraceSeconds`), while a LangGraph server's runs are `running` (its `runs` table) and a server is still connected, before PostgreSQL is told to stop: a database pod deleted, evicted or rolled out under runs in flight lets them record their end rather than fail (the runtimes do not retry a run whose database connection broke). Its pod's `terminationGracePeriodSeconds` is that grace plus `render.app.terminationGracePeriodSeconds`. It ends at once where there is no `runs` table or no other client, as when the whole deployment is deleted. False: PostgreSQL stops at once.",
-          ),
       })
       .prefault({})
       .describe('The PostgreSQL StatefulSet rendered for `db_*` fields.'),
