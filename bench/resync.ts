@@ -18,7 +18,7 @@ import { WATCHED_KINDS } from '../src/reconcile/policy/watchedKinds.ts';
 import { Reconciler } from '../src/reconcile/reconciler.ts';
 import { InventoryStore } from '../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../src/render/index.ts';
-import { StatusReporter } from '../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../src/report/metrics.ts';
 import { AGENT_VERSION } from '../src/version.ts';
 import { MemoryCluster } from '../test/support/memoryCluster.ts';
@@ -43,7 +43,7 @@ async function resyncPasses(n: number): Promise<number[]> {
   const cache = new ObjectCache({ indexLabel: LABEL_DEPLOYMENT_ID });
   for (const namespace of NAMESPACES) cache.markSynced([...WATCHED_KINDS, 'Pod'], namespace);
   const metrics = createMetrics({ defaultMetrics: false });
-  const reporter = new StatusReporter({
+  const reporter = new ControlPlaneReporter({
     sink: { postStatusReports: async () => undefined },
     listenerId: listener.id,
     logger,

@@ -13,8 +13,8 @@ import { ANNOTATION_DEPLOYMENT_NAME, isCreateOnly, isPruned } from '../objects/o
 import {
   type PresentEntry,
   renderEntry,
+  renderedInventory,
   resolveDesired,
-  revisionOf,
 } from '../reconcile/loop/desiredState.ts';
 import { listenerItems } from '../reconcile/loop/listenerItems.ts';
 import { TerminalError, WaitingError } from '../reconcile/outcome.ts';
@@ -24,12 +24,7 @@ import { type ActiveSuspension, describeSuspension } from '../reconcile/policy/s
 import { renderInputHash, restartsWorkloads } from '../reconcile/steps/agentChange.ts';
 import { takenBy, whyWrite } from '../reconcile/steps/applier.ts';
 import { changeOf } from '../reconcile/steps/change.ts';
-import {
-  entriesOf,
-  type Inventory,
-  type InventoryEntry,
-  staleEntries,
-} from '../reconcile/steps/inventory.ts';
+import { entriesOf, type InventoryEntry, staleEntries } from '../reconcile/steps/inventory.ts';
 import { InventoryStore, inventoryRef } from '../reconcile/steps/inventoryStore.ts';
 import { keptVolumeCount, renderedVolumeNames } from '../reconcile/steps/keptVolumes.ts';
 import { databaseVolumes, earlierVolumesPastKept } from '../reconcile/steps/pruner.ts';
@@ -220,21 +215,18 @@ async function presentPreview(
       allowedNamespaces: options.allowedNamespaces,
     });
     await guard.checkReferences(deployment.id, objects, signal);
-    // Without the agent's key the live digests stand in for render's, as in the dry run below.
-    const whys = objects.map((object, i) =>
-      whyWrite(keyed ? object : withLiveDigests(object, lives[i]), lives[i]),
-    );
+    // Without the agent's key the live digests stand in for render's: in run's verdict and in the
+    // dry run alike.
+    const compared = objects.map((object, i) => (keyed ? object : withLiveDigests(object, lives[i])));
+    const whys = compared.map((object, i) => whyWrite(object, lives[i]));
     if (objects.some((object, i) => whys[i] !== undefined && isRouteKind(object.kind)))
       await guard.checkHosts(deployment.id, namespace, routedHosts(objects), signal);
     agentChange = restartsAsAgentChange(options, entry, rendered.value, placed, lives, whys);
     for (const [i, object] of objects.entries()) {
       const live = lives[i];
       const createOnly = isCreateOnly(object);
-      const change = keyed
-        ? await dryRunDiff(kube, object, live, { force: true, createOnly, signal })
-        : uncompared(
-            await dryRunDiff(kube, withLiveDigests(object, live), live, { force: true, createOnly, signal }),
-          );
+      const dryRun = await dryRunDiff(kube, compared[i] ?? object, live, { force: true, createOnly, signal });
+      const change = keyed ? dryRun : uncompared(dryRun);
       // Run's own change (change.ts), beside what the server's dry run shows of it.
       changes.push({ ...change, ...changeOf(whys[i]) });
     }
@@ -287,13 +279,8 @@ function restartsAsAgentChange(
   whys: readonly ReturnType<typeof whyWrite>[],
 ): boolean {
   const recorded = placed.find((p) => p.namespace === rendered.namespace)?.inventory;
-  const next: Inventory = {
-    deploymentId: entry.deployment.id,
-    entries: entriesOf(rendered.objects),
-    specHash: rendered.specHash,
-    revisionId: revisionOf(entry),
-    inputHash: renderInputHash(entry.deployment, entry.target.revision, options.digestKey),
-  };
+  const inputHash = renderInputHash(entry.deployment, entry.target.revision, options.digestKey);
+  const next = renderedInventory(entry, rendered, inputHash);
   return restartsWorkloads(
     recorded,
     next,

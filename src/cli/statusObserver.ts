@@ -17,9 +17,13 @@ import {
   LABEL_DEPLOYMENT_ID,
   LABEL_LISTENER_ID,
 } from '../objects/ownership.ts';
-import { renderEntry, resolveDesired } from '../reconcile/loop/desiredState.ts';
+import {
+  type DesiredEntry,
+  renderEntry,
+  renderedInventory,
+  resolveDesired,
+} from '../reconcile/loop/desiredState.ts';
 import { listenerItems } from '../reconcile/loop/listenerItems.ts';
-import type { Target } from '../reconcile/loop/target.ts';
 import { managedNamespaces } from '../reconcile/policy/managedNamespaces.ts';
 import { readSuspensions, suspensionOf, suspensionsRef } from '../reconcile/policy/suspensions.ts';
 import { renderInputHash, restartsWorkloads } from '../reconcile/steps/agentChange.ts';
@@ -183,7 +187,7 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
     const namespace = result?.ok
       ? result.value.namespace
       : (deployment.source_config.listener_config?.k8s_namespace ?? undefined);
-    if (waitsForAgentChange(sources, deployment, target, result, inventories, objects))
+    if (waitsForAgentChange(sources, entries[i], result, inventories, objects))
       agentChanges.add(deployment.id);
     observations.push({
       row: deriveStatusRow({
@@ -306,22 +310,18 @@ async function observe(sources: StatusSources): Promise<Observation[]> {
  */
 function waitsForAgentChange(
   sources: StatusSources,
-  deployment: Deployment,
-  target: Target | undefined,
+  entry: DesiredEntry | undefined,
   result: RenderResult | undefined,
   inventories: InventoryStore,
   objects: readonly ObservedKubeObject[],
 ): boolean {
-  if (!result?.ok) return false;
-  const { namespace, specHash, revisionId } = result.value;
-  const recorded = inventories.get(deployment.id).find((p) => p.namespace === namespace)?.inventory;
-  const next = {
-    deploymentId: deployment.id,
-    entries: [],
-    specHash,
-    revisionId,
-    inputHash: renderInputHash(deployment, target?.revision, sources.digestKey),
-  };
+  if (entry?.kind !== 'present' || !result?.ok) return false;
+  const { deployment, target } = entry;
+  const recorded = inventories
+    .get(deployment.id)
+    .find((p) => p.namespace === result.value.namespace)?.inventory;
+  const inputHash = renderInputHash(deployment, target.revision, sources.digestKey);
+  const next = renderedInventory(entry, result.value, inputHash);
   // The run's own test (agentChange.ts): a desired object not as applied is one the run would write.
   const planned = objects
     .filter((o) => o.desired)

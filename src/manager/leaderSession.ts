@@ -25,7 +25,7 @@ import { EvidenceReader } from '../reconcile/steps/evidenceReader.ts';
 import { InventoryStore } from '../reconcile/steps/inventoryStore.ts';
 import type { RenderConfig } from '../render/index.ts';
 import { configuredAnnotations, ownedAnnotations } from '../render/ownedAnnotations.ts';
-import { StatusReporter } from '../report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../report/controlPlaneReporter.ts';
 import { deploymentLogger } from '../report/deploymentLogger.ts';
 import { type AgentMetrics, CONTROLLER_NAME, workQueueMetrics } from '../report/metrics.ts';
 import { podSummary } from '../report/podProblems.ts';
@@ -69,7 +69,7 @@ export interface LeaderSessionOptions {
 interface Parts {
   readonly desired: DesiredState;
   readonly inventories: InventoryStore;
-  readonly reporter: StatusReporter;
+  readonly reporter: ControlPlaneReporter;
   readonly queue: WorkQueue;
   readonly cache: ObjectCache;
   readonly reconciler: Reconciler;
@@ -244,7 +244,7 @@ export class LeaderSession {
       // for one more reconcile right after its first apply).
       (written) => cache.written(written),
     );
-    const reporter = new StatusReporter({
+    const reporter = new ControlPlaneReporter({
       sink: this.#o.controlPlane,
       listenerId,
       logger: this.#o.logger,

@@ -16,6 +16,7 @@ import {
   logFieldsOf,
   type PresentEntry,
   renderEntry,
+  renderedInventory,
   revisionOf,
 } from './loop/desiredState.ts';
 import { NameLocks } from './loop/nameLocks.ts';
@@ -115,11 +116,10 @@ export class Reconciler {
 
     // 1. Render: pure; a bad deployment fails alone, with every problem named.
     const rendered = this.#render(entry);
-    const { namespace, objects, specHash, statusNotes } = rendered;
+    const { namespace, objects, statusNotes } = rendered;
+    const next = renderedInventory(entry, rendered, this.#s.statusPath.inputHash(entry));
     const logIn = withDeploymentFields(log, { namespace });
-    const revisionId = revisionOf(entry);
-    const inputHash = this.#s.statusPath.inputHash(entry);
-    const next: Inventory = { deploymentId, entries: entriesOf(objects), specHash, revisionId, inputHash };
+    const { revisionId } = next;
 
     // 2. Apply what is missing or drifted, recorded first so that no applied object is unrecorded.
     const previous = this.#o.inventories.get(deploymentId);

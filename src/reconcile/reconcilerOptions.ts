@@ -6,7 +6,7 @@ import type { Listener } from '../controlplane/schemas/index.ts';
 import type { EventRecorder } from '../kube/index.ts';
 import type { ObjectCache } from '../kube/objectCache.ts';
 import type { RenderConfig } from '../render/index.ts';
-import type { StatusReporter } from '../report/controlPlaneReporter.ts';
+import type { ControlPlaneReporter } from '../report/controlPlaneReporter.ts';
 import type { AgentMetrics } from '../report/metrics.ts';
 import type { KubeReader, KubeWriter } from './kubeAccess.ts';
 import type { DesiredState } from './loop/desiredState.ts';
@@ -23,7 +23,7 @@ export interface ReconcilerOptions {
   readonly kube: ReconcilerKube;
   readonly desired: DesiredState;
   readonly inventories: InventoryStore;
-  readonly reporter: Pick<StatusReporter, 'record'>;
+  readonly reporter: Pick<ControlPlaneReporter, 'record'>;
   readonly events: Pick<EventRecorder, 'record'>;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;

@@ -27,7 +27,7 @@ const MAX_SENT_KEPT = 4;
 /** Refusals that another cycle can cure: credentials being rotated, a timeout, a rate limit. */
 const RETRYABLE_REFUSALS: ReadonlySet<number> = new Set([401, 403, 408, 429]);
 
-export class StatusReporter {
+export class ControlPlaneReporter {
   readonly #sink: StatusReportSink;
   readonly #listenerId: string;
   readonly #logger: Logger;

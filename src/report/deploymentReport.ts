@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { EventRecorder, LiveKubeObject, ObjectRef } from '../kube/index.ts';
 import { ANNOTATION_STATUS } from '../objects/ownership.ts';
-import type { StatusReporter } from './controlPlaneReporter.ts';
+import type { ControlPlaneReporter } from './controlPlaneReporter.ts';
 import { boundedEvidence } from './failureEvidence.ts';
 import type { AgentMetrics } from './metrics.ts';
 import type { ReconcileReason } from './reconcileReason.ts';
@@ -18,7 +18,7 @@ export interface AnnotatedObjects {
 }
 
 export interface DeploymentReportOptions {
-  readonly reporter: Pick<StatusReporter, 'record'>;
+  readonly reporter: Pick<ControlPlaneReporter, 'record'>;
   readonly events: Pick<EventRecorder, 'record'>;
   readonly objects: AnnotatedObjects;
   readonly metrics: AgentMetrics;

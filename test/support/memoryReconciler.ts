@@ -7,7 +7,7 @@ import { ReconcileConfig } from '../../src/reconcile/policy/reconcileConfig.ts';
 import { Reconciler } from '../../src/reconcile/reconciler.ts';
 import { InventoryStore } from '../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { StatusReporter } from '../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { MemoryCluster } from './memoryCluster.ts';
 
@@ -20,7 +20,7 @@ export function memoryReconciler(
   const cluster = new MemoryCluster(namespaces);
   const sent: StatusReportBatch[] = [];
   const metrics = createMetrics({ defaultMetrics: false });
-  const reporter = new StatusReporter({
+  const reporter = new ControlPlaneReporter({
     sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
     listenerId: listener.id,
     logger,

@@ -17,7 +17,7 @@ import { Reconciler } from '../../src/reconcile/reconciler.ts';
 import type { ReconcilerKube, ReconcilerOptions } from '../../src/reconcile/reconcilerOptions.ts';
 import { InventoryStore } from '../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../../src/render/index.ts';
-import { StatusReporter } from '../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../src/report/metrics.ts';
 import { FAST_RECONCILE, startWorld, type World } from './agentHarness.ts';
 import type { ControlPlaneTestClient } from './controlPlaneTestClient.ts';
@@ -89,7 +89,7 @@ export function soloReconciler(options: SoloReconcilerOptions) {
   const client = options.client ?? kube;
   const sent: StatusReportBatch[] = [];
   const metrics = createMetrics({ defaultMetrics: false });
-  const reporter = new StatusReporter({
+  const reporter = new ControlPlaneReporter({
     sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
     listenerId: listener.id,
     logger,

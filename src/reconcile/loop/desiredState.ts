@@ -5,7 +5,13 @@
 // Keys are deployment ids.
 import type { CompleteListing } from '../../controlplane/client.ts';
 import type { Deployment, Listener, Revision } from '../../controlplane/schemas/index.ts';
-import { type RenderConfig, type RenderResult, renderDeployment } from '../../render/index.ts';
+import {
+  type KubeObject,
+  type RenderConfig,
+  type RenderResult,
+  renderDeployment,
+} from '../../render/index.ts';
+import { entriesOf, type Inventory } from '../steps/inventory.ts';
 import { chooseTarget, deploymentFingerprint, type Target } from './target.ts';
 
 export type DesiredEntry =
@@ -93,6 +99,24 @@ export function renderEntry(entry: PresentEntry, context: RenderContext, config:
     },
     config,
   );
+}
+
+/**
+ * The inventory a render of this entry records: what `run` writes, and what the agent-change test
+ * (agentChange.ts) compares with the recorded one. `inputHash`: renderInputHash of the entry.
+ */
+export function renderedInventory(
+  entry: PresentEntry,
+  rendered: { readonly objects: readonly KubeObject[]; readonly specHash: string },
+  inputHash: string,
+): Inventory {
+  return {
+    deploymentId: entry.deployment.id,
+    entries: entriesOf(rendered.objects),
+    specHash: rendered.specHash,
+    revisionId: revisionOf(entry),
+    inputHash,
+  };
 }
 
 /** The revision a present entry is about: its target, else the deployment's latest. */

@@ -5,7 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
 import type { ControlPlaneClient } from '../../controlplane/client.ts';
 import type { Deployment } from '../../controlplane/schemas/index.ts';
-import type { SentStatus, StatusReporter } from '../../report/controlPlaneReporter.ts';
+import type { ControlPlaneReporter, SentStatus } from '../../report/controlPlaneReporter.ts';
 import { deploymentLogger } from '../../report/deploymentLogger.ts';
 import type { AgentMetrics } from '../../report/metrics.ts';
 import { decideVanished } from '../policy/pruneGuard.ts';
@@ -23,7 +23,7 @@ export interface PollerOptions {
   readonly knownIds: () => readonly string[];
   /** `low` for what the first listing finds: bulk work, behind changes and repairs. */
   readonly enqueue: (deploymentId: string, priority: QueuePriority) => void;
-  readonly reporter: StatusReporter;
+  readonly reporter: ControlPlaneReporter;
   readonly metrics: AgentMetrics;
   readonly logger: Logger;
   readonly config: ReconcileConfig;

@@ -26,20 +26,20 @@ export async function recordAhead(
   // third of a cold sync's writes otherwise). Else the old spec hash stays until the new
   // inventory is recorded whole, after the prune.
   const first = previous.length === 0;
-  const written = store.write(
-    namespace,
-    first
-      ? next
-      : {
-          ...next,
-          entries: union,
-          specHash: here?.inventory.specHash ?? '',
-          inputHash: here?.inventory.inputHash,
-        },
-    signal,
-  );
-  // The first write into a namespace: where one not there shows first.
-  await written.catch((error: unknown) => Promise.reject(namespaceWaiting(error, next.deploymentId)));
+  const recorded = first
+    ? next
+    : {
+        ...next,
+        entries: union,
+        specHash: here?.inventory.specHash ?? '',
+        inputHash: here?.inventory.inputHash,
+      };
+  // The first write of a reconcile into its namespace: where a namespace not there shows first.
+  try {
+    await store.write(namespace, recorded, signal);
+  } catch (error) {
+    throw namespaceWaiting(error, next.deploymentId);
+  }
 }
 
 /** After the prune: the records elsewhere removed, the new inventory recorded alone (when it differs). */

@@ -15,7 +15,7 @@ import { ReconcileConfig } from '../../../src/reconcile/policy/reconcileConfig.t
 import { Reconciler } from '../../../src/reconcile/reconciler.ts';
 import { InventoryStore } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig, type RenderConfigInput } from '../../../src/render/index.ts';
-import { StatusReporter } from '../../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../../src/report/controlPlaneReporter.ts';
 import { AGENT_CHANGE_WAITING } from '../../../src/report/deploymentStatusRow.ts';
 import { type AgentMetrics, createMetrics } from '../../../src/report/metrics.ts';
 import { docBlock } from '../../support/docBlocks.ts';
@@ -64,7 +64,7 @@ function cluster() {
     const sent: StatusReport[][] = [];
     const events: { name: string; reason: string; note: string }[] = [];
     const metrics = createMetrics({ defaultMetrics: false });
-    const reporter = new StatusReporter({
+    const reporter = new ControlPlaneReporter({
       sink: { postStatusReports: async (_id, batch) => void sent.push(batch.reports) },
       listenerId: listener.id,
       logger,

@@ -30,7 +30,7 @@ import { Reconciler } from '../../../src/reconcile/reconciler.ts';
 import { InventoryStore } from '../../../src/reconcile/steps/inventoryStore.ts';
 import { RenderConfig } from '../../../src/render/index.ts';
 import { ownedAnnotations } from '../../../src/render/ownedAnnotations.ts';
-import { StatusReporter } from '../../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 import { MemoryCluster } from '../../support/memoryCluster.ts';
 import { listener, minimalDeployment } from '../../support/renderFixtures.ts';
@@ -60,7 +60,7 @@ function world(
   const sent: StatusReportBatch[] = [];
   const events: string[] = [];
   const metrics = createMetrics({ defaultMetrics: false });
-  const reporter = new StatusReporter({
+  const reporter = new ControlPlaneReporter({
     sink: { postStatusReports: async (_listenerId, batch) => void sent.push(batch) },
     listenerId: listener.id,
     logger,

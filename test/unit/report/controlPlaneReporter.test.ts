@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ControlPlaneError } from '../../../src/controlplane/errors.ts';
 import type { StatusReportBatch } from '../../../src/controlplane/schemas/index.ts';
-import { StatusReporter } from '../../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../../src/report/metrics.ts';
 
 const D1 = '00000000-0000-4000-8000-000000000001';
@@ -22,7 +22,7 @@ function reporter(post: (batch: StatusReportBatch) => Promise<void>, promptMs?: 
     }),
   );
   const sent: StatusReportBatch[] = [];
-  const r = new StatusReporter({
+  const r = new ControlPlaneReporter({
     sink: {
       postStatusReports: async (_listener, batch) => {
         await post(batch);
@@ -129,7 +129,7 @@ describe('status reporter: refusals and volume', () => {
 
   it('counts a refused batch as rejected, not sent', async () => {
     const metrics = createMetrics({ defaultMetrics: false });
-    const r = new StatusReporter({
+    const r = new ControlPlaneReporter({
       sink: {
         postStatusReports: async () => {
           throw refuse(422);

@@ -10,7 +10,7 @@ import { ControlPlaneClient } from '../../../../src/controlplane/client.ts';
 import { DesiredState } from '../../../../src/reconcile/loop/desiredState.ts';
 import { Poller } from '../../../../src/reconcile/loop/poller.ts';
 import { ReconcileConfig } from '../../../../src/reconcile/policy/reconcileConfig.ts';
-import { StatusReporter } from '../../../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../../../src/report/metrics.ts';
 import {
   type Harness,
@@ -57,7 +57,7 @@ function newRun(knownIds: readonly string[], enqueue: (id: string) => void = () 
   const sink = textSink();
   const logger = pino({ level: 'debug' }, sink.stream);
   const metrics = createMetrics({ defaultMetrics: false });
-  const reporter = new StatusReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics });
+  const reporter = new ControlPlaneReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics });
   const poller = new Poller({
     client,
     listenerId: SEED_LISTENER_ID,

@@ -11,7 +11,7 @@ import type { Deployment } from '../../../../src/controlplane/schemas/index.ts';
 import { DesiredState } from '../../../../src/reconcile/loop/desiredState.ts';
 import { Poller } from '../../../../src/reconcile/loop/poller.ts';
 import { ReconcileConfig } from '../../../../src/reconcile/policy/reconcileConfig.ts';
-import { StatusReporter } from '../../../../src/report/controlPlaneReporter.ts';
+import { ControlPlaneReporter } from '../../../../src/report/controlPlaneReporter.ts';
 import { createMetrics } from '../../../../src/report/metrics.ts';
 import {
   type Harness,
@@ -50,7 +50,7 @@ let desired: DesiredState;
 let enqueued: string[];
 let priorities: string[];
 let poller: Poller;
-let reporter: StatusReporter;
+let reporter: ControlPlaneReporter;
 
 beforeEach(async () => {
   harness = await startHarness();
@@ -60,7 +60,7 @@ beforeEach(async () => {
   enqueued = [];
   priorities = [];
   const metrics = createMetrics({ defaultMetrics: false });
-  reporter = new StatusReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics });
+  reporter = new ControlPlaneReporter({ sink: client, listenerId: SEED_LISTENER_ID, logger, metrics });
   poller = new Poller({
     client,
     listenerId: SEED_LISTENER_ID,
