@@ -14,7 +14,17 @@ const PodCondition = z.looseObject({
   type: z.string(),
   status: z.string(),
   reason: z.string().optional(),
+  message: z.string().optional(),
 });
+
+/**
+ * The scheduler's words for a pod whose claim is not bound yet: a provisioner at work, which the
+ * claim's own status tells (ClaimPending). Not the pod's failure: counted as Unschedulable, a
+ * database whose volume takes longer than the failure grace to bind failed its rollout.
+ */
+const WAITS_FOR_CLAIM = 'unbound immediate PersistentVolumeClaims';
+/** Of the scheduler's message, what a summary keeps: enough to find WAITS_FOR_CLAIM in it. */
+const KEPT_MESSAGE_CHARS = 200;
 
 /** The pod status fields this module reads; anything else in the status is left alone. */
 export const PodStatusFields = z.looseObject({
@@ -47,7 +57,11 @@ export function podProblemsOf(pod: unknown): PodProblemReason[] {
   const status = parsed.data.status;
   const problems = new Map<string, string[]>();
   const unschedulable = status?.conditions?.some(
-    (c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable',
+    (c) =>
+      c.type === 'PodScheduled' &&
+      c.status === 'False' &&
+      c.reason === 'Unschedulable' &&
+      !c.message?.includes(WAITS_FOR_CLAIM),
   );
   if (unschedulable && (status?.phase ?? 'Pending') === 'Pending') problems.set('Unschedulable', []);
   for (const container of [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? [])]) {
@@ -66,11 +80,12 @@ export function podProblemReasons(pod: unknown): string[] {
 }
 
 /**
- * A pod cut to what can give `podProblemReasons` a reason and what the cache indexes: identity,
- * labels, phase, a PodScheduled condition that is not True, and the containers that wait with a
- * reason. The watch cache holds every pod of the listener, most of them healthy: such a pod is
- * held as its identity and phase alone (a whole pod is some thirty times the size; keeping every
- * condition and container cost some 400 bytes a pod more).
+ * A pod cut to what can give `podProblemReasons` a reason, what the cache indexes and what tells a
+ * stalled rollout: identity, labels, phase, a PodScheduled or Ready condition that is not True (the
+ * scheduler's message cut short), and the containers that wait with a reason. The watch cache
+ * holds every pod of the listener, most of them healthy: such a pod is held as its identity and
+ * phase alone (a whole pod is some thirty times the size; keeping every condition and container
+ * cost some 400 bytes a pod more).
  */
 export function podSummary(pod: LiveKubeObject, keptLabels?: readonly string[]): LiveKubeObject {
   const parsed = PodStatusFields.safeParse(pod);
@@ -84,8 +99,13 @@ export function podSummary(pod: LiveKubeObject, keptLabels?: readonly string[]):
     return kept?.length ? kept : undefined;
   };
   const conditions = status?.conditions
-    ?.filter((c) => c.type === 'PodScheduled' && c.status !== 'True')
-    .map((c) => ({ type: c.type, status: c.status, reason: c.reason }));
+    ?.filter((c) => (c.type === 'PodScheduled' || c.type === 'Ready') && c.status !== 'True')
+    .map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      ...(c.type === 'PodScheduled' && c.message ? { message: c.message.slice(0, KEPT_MESSAGE_CHARS) } : {}),
+    }));
   const summary: Record<string, unknown> = { phase: status?.phase };
   if (conditions?.length) summary.conditions = conditions;
   const initContainerStatuses = waiting(status?.initContainerStatuses);

@@ -5,7 +5,7 @@
 import type { Listener } from '../../controlplane/schemas/index.ts';
 import { type LiveKubeObject, refOf } from '../../kube/index.ts';
 import type { ObjectCache } from '../../kube/objectCache.ts';
-import { fieldAt } from '../../objects/fields.ts';
+import { statusConditions, statusPhase } from '../../objects/fields.ts';
 import { ROLLOUT_KINDS } from '../../objects/kinds.ts';
 import { deploymentSelector, LABEL_COMPONENT } from '../../objects/ownership.ts';
 import type { KubeObject } from '../../render/index.ts';
@@ -29,17 +29,15 @@ export class RolloutReader {
   /** First time each pod was seen waiting with a back-off reason, for the grace period. */
   readonly #podProblems = new PodProblemClock();
   /**
-   * When a pod of each deployment's revision was first seen running while the rollout was not done:
-   * one whose pods have run for the grace without the rollout completing (pods that never get
-   * ready: a failing readiness probe) gets evidence. Not from the rollout's start: on a cluster slow
-   * to create and schedule pods, every rollout of a cold sync would count as stalled, and its
-   * evidence read (a Pod list and Secret reads each interval: 17.4 API requests a deployment at
-   * N = 1,000 in bench:sync, 9.3 without).
+   * When each pod of a deployment's revision was first seen running and not ready, while the rollout
+   * was not done: a pod that has stayed so for the grace (a failing readiness probe, a server that
+   * hangs at start) makes the rollout stalled, and its evidence is read. Per pod, not per rollout:
+   * on a cluster slow to create and schedule pods, a rollout whose first pod is ready and whose
+   * others wait for the scheduler is progressing, not stalled (counted per rollout, a cold sync of
+   * 1,000 read evidence for most deployments: 14.4 API requests a deployment in bench:sync, 11.3
+   * without).
    */
-  readonly #rollingSince = new Map<
-    string,
-    { readonly revisionId: string | undefined; readonly since: number }
-  >();
+  readonly #unreadySince = new Map<string, Map<string, number>>();
 
   constructor(options: RolloutReaderOptions) {
     this.#o = options;
@@ -48,7 +46,7 @@ export class RolloutReader {
   /** Forgets a deleted deployment's pods. */
   forget(deploymentId: string): void {
     this.#podProblems.forget(deploymentId);
-    this.#rollingSince.delete(deploymentId);
+    this.#unreadySince.delete(deploymentId);
     this.#o.evidence?.forget(deploymentId);
   }
 
@@ -89,7 +87,7 @@ export class RolloutReader {
     const withoutPods = rollout([]);
     if (withoutPods.revisionStatus === 'DEPLOYED') {
       this.#podProblems.forget(deploymentId);
-      this.#rollingSince.delete(deploymentId);
+      this.#unreadySince.delete(deploymentId);
       this.#o.evidence?.forget(deploymentId);
       return withoutPods;
     }
@@ -100,11 +98,7 @@ export class RolloutReader {
     // stalled past the grace period (pods that never get ready: a failing readiness probe); not
     // for routine progress.
     if (!this.#o.evidence) return status;
-    const running = pods.some((pod) => fieldAt(pod, 'status', 'phase') === 'Running');
-    const rolling = this.#rollingSince.get(deploymentId);
-    const held = rolling?.revisionId === revisionId ? rolling : undefined;
-    if (!held && running) this.#rollingSince.set(deploymentId, { revisionId, since: Date.now() });
-    const stalled = held !== undefined && Date.now() - held.since >= this.#o.failureGraceMs;
+    const stalled = this.#stalled(deploymentId, pods, Date.now());
     if (status.revisionStatus !== 'DEPLOY_FAILED' && problems.length === 0 && !stalled) return status;
     const secretNames = objects.filter((o) => o.kind === 'Secret').map((o) => o.metadata.name);
     const evidence = await this.#o.evidence
@@ -116,6 +110,24 @@ export class RolloutReader {
       // The status is told without it: evidence that cannot be read is no reason to fail the reconcile.
       .catch(() => []);
     return evidence.length > 0 ? { ...status, evidence } : status;
+  }
+
+  /** Whether a pod of the revision has been running and not ready for the failure grace. */
+  #stalled(deploymentId: string, pods: readonly LiveKubeObject[], now: number): boolean {
+    const before = this.#unreadySince.get(deploymentId);
+    const since = new Map<string, number>();
+    let stalled = false;
+    for (const pod of pods) {
+      if (statusPhase(pod) !== 'Running' || !isUnready(pod)) continue;
+      const key = pod.metadata.uid ?? pod.metadata.name;
+      const seen = before?.get(key);
+      // A pod seen so for the first time starts its clock; it stalls at a later look.
+      if (seen !== undefined && now - seen >= this.#o.failureGraceMs) stalled = true;
+      since.set(key, seen ?? now);
+    }
+    if (since.size > 0) this.#unreadySince.set(deploymentId, since);
+    else this.#unreadySince.delete(deploymentId);
+    return stalled;
   }
 
   /**
@@ -137,4 +149,12 @@ export class RolloutReader {
       signal,
     });
   }
+}
+
+/**
+ * A pod's Ready condition says it is not ready. Absent, it is taken as ready: the watch cache's
+ * summary of a pod (podSummary) keeps that condition only when it is not True.
+ */
+function isUnready(pod: LiveKubeObject): boolean {
+  return statusConditions(pod).some((c) => c.type === 'Ready' && c.status !== 'True');
 }

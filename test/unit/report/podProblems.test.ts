@@ -19,6 +19,14 @@ status:
     ['Unschedulable'],
   ],
   [
+    'a pod waiting for its claim to be bound (the claim tells that)',
+    `
+status:
+  phase: Pending
+  conditions: [{ type: PodScheduled, status: "False", reason: Unschedulable, message: "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling." }]`,
+    [],
+  ],
+  [
     'a pod scheduled after all',
     `
 status:
@@ -114,7 +122,7 @@ status:
     });
   });
 
-  it('keeps of a troubled pod the unscheduled condition and the waiting containers alone', () => {
+  it('keeps of a troubled pod the conditions not True and the waiting containers alone', () => {
     const pod = asPod(`
 status:
   phase: Pending
@@ -123,7 +131,10 @@ status:
   containerStatuses: [{ name: app, state: { waiting: { reason: ImagePullBackOff, message: "pull failed" } } }, { name: side, state: { running: {} } }]`);
     expect(podSummary(pod).status).toEqual({
       phase: 'Pending',
-      conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable' }],
+      conditions: [
+        { type: 'Ready', status: 'False' },
+        { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: '0/3 nodes' },
+      ],
       containerStatuses: [{ name: 'app', state: { waiting: { reason: 'ImagePullBackOff' } } }],
     });
   });
