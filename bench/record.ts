@@ -5,6 +5,8 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 
 export const RESULTS_DIR = new URL('./results/', import.meta.url).pathname;
+/** Summaries of CPU profiles of runs (bench/cpuProfile.ts), named as the run's record. */
+export const PROFILES_DIR = new URL('./profiles/', import.meta.url).pathname;
 
 export const loadAverage = () => loadavg().map((l) => Number(l.toFixed(2)));
 
@@ -18,10 +20,20 @@ export function machine(loadAverageAtStart: readonly number[]) {
   };
 }
 
+const stamp = (startedAt: Date) => startedAt.toISOString().replace(/[:.]/g, '-');
+
 /** Writes `<startedAt>-<suffix>.json`; returns its path. */
 export async function writeRecord(startedAt: Date, suffix: string, record: object): Promise<string> {
   await mkdir(RESULTS_DIR, { recursive: true });
-  const path = join(RESULTS_DIR, `${startedAt.toISOString().replace(/[:.]/g, '-')}-${suffix}.json`);
+  const path = join(RESULTS_DIR, `${stamp(startedAt)}-${suffix}.json`);
   await writeFile(path, `${JSON.stringify(record, null, 2)}\n`);
   return path;
+}
+
+/** Writes `bench/profiles/<startedAt>-<suffix>.md`; returns its path relative to bench/. */
+export async function writeProfileSummary(startedAt: Date, suffix: string, text: string): Promise<string> {
+  await mkdir(PROFILES_DIR, { recursive: true });
+  const name = `${stamp(startedAt)}-${suffix}.md`;
+  await writeFile(join(PROFILES_DIR, name), text);
+  return `profiles/${name}`;
 }

@@ -1,7 +1,8 @@
 // A run's record (bench/results/<time>-<N>.json), the targets it is judged by, and the table it
 // prints.
 import { AGENT_VERSION } from '../../src/version.ts';
-import { machine, writeRecord } from '../record.ts';
+import { readProfiles, summarize, summaryMarkdown } from '../cpuProfile.ts';
+import { machine, writeProfileSummary, writeRecord } from '../record.ts';
 import {
   controlPlaneRequests,
   leaseWrites,
@@ -32,6 +33,19 @@ export interface RunFigures {
   readonly inMemoryCgroup: boolean;
   readonly profileDir: string | undefined;
   readonly snapshotDir: string | undefined;
+}
+
+/** The agent's profile as bench/profiles/<record's name>.md; its path relative to bench/. */
+async function profileSummary({ options, startedAt }: RunFigures, profileDir: string): Promise<string> {
+  const header = [
+    `# The agent's CPU profile: bench:sync, N = ${options.deployments.toLocaleString('en-US')}, ${startedAt.toISOString()}`,
+    '',
+    'Self time over the agent phase (cold sync, steady state, changes, resync), from',
+    '`npm run bench:sync -- --cpu-prof`, summarized by bench/cpuProfile.ts.',
+    '',
+  ].join('\n');
+  const text = summaryMarkdown(summarize(readProfiles(profileDir)), 25);
+  return writeProfileSummary(startedAt, String(options.deployments), `${header}\n${text}`);
 }
 
 const ratio = (a: number | undefined, b: number | undefined) =>
@@ -153,7 +167,8 @@ export async function report(figures: RunFigures): Promise<{ readonly missedTarg
     longestEventLoopStallS: Number(agentRun.longestStallS.toFixed(2)),
     majorGcS: Number(agentRun.majorGcS.toFixed(1)),
     totalRequests: requestsByVerb(agentRun.final),
-    cpuProfileDir: profileDir,
+    // The agent's CPU profile over its whole phase, summarized where the record can point to it.
+    cpuProfile: profileDir && (await profileSummary(figures, profileDir)),
   };
 
   // The targets for one run (its ratios are judged as the median of three runs in rotated order).

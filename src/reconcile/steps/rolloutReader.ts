@@ -34,7 +34,7 @@ export class RolloutReader {
    * hangs at start) makes the rollout stalled, and its evidence is read. Per pod, not per rollout:
    * on a cluster slow to create and schedule pods, a rollout whose first pod is ready and whose
    * others wait for the scheduler is progressing, not stalled (counted per rollout, a cold sync of
-   * 1,000 read evidence for most deployments: 14.4 API requests a deployment in bench:sync, 11.3
+   * 1,000 read evidence for most deployments: 14.4 API requests a deployment in bench:sync, 12.2
    * without).
    */
   readonly #unreadySince = new Map<string, Map<string, number>>();

@@ -52,7 +52,9 @@ function world(cachedPods?: () => KubeObject[]) {
     get: () => undefined,
     isSynced: (kind: string) => kind === 'Pod',
     byLabel: () =>
-      cachedPods().map((p) => podSummary({ ...p, metadata: { ...p.metadata, uid: p.metadata.name } })),
+      cachedPods().map((p) =>
+        podSummary({ ...p, metadata: { ...p.metadata, uid: p.metadata.name, resourceVersion: '1' } }),
+      ),
   };
   const reader = new RolloutReader({
     kube: cluster,
