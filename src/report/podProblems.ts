@@ -123,6 +123,19 @@ export function podSummary(pod: LiveKubeObject, keptLabels?: readonly string[]):
 }
 
 /**
+ * A pod running and not ready (a failing readiness probe, a server that hangs at start), from the
+ * pod or from its summary: a Ready condition that is not True. Absent, the pod counts as ready —
+ * its summary keeps that condition only when it is not True.
+ */
+export function isRunningUnready(pod: unknown): boolean {
+  const status = PodStatusFields.safeParse(pod).data?.status;
+  return (
+    status?.phase === 'Running' &&
+    (status.conditions ?? []).some((c) => c.type === 'Ready' && c.status !== 'True')
+  );
+}
+
+/**
  * The pods whose problems can fail `revisionId`'s rollout: those of that revision, and those of
  * no revision (the database's, the key-value store's). A pod of an older revision still in a
  * back-off while the new one rolls out is the old revision's, and goes with its ReplicaSet.

@@ -5,11 +5,10 @@
 import type { Listener } from '../../controlplane/schemas/index.ts';
 import { type LiveKubeObject, refOf } from '../../kube/index.ts';
 import type { ObjectCache } from '../../kube/objectCache.ts';
-import { statusConditions, statusPhase } from '../../objects/fields.ts';
 import { ROLLOUT_KINDS } from '../../objects/kinds.ts';
 import { deploymentSelector, LABEL_COMPONENT } from '../../objects/ownership.ts';
 import type { KubeObject } from '../../render/index.ts';
-import { PodProblemClock, podsOfRevision } from '../../report/podProblems.ts';
+import { isRunningUnready, PodProblemClock, podsOfRevision } from '../../report/podProblems.ts';
 import { computeRollout, type PodProblem, type RolloutStatus } from '../../report/rolloutHealth.ts';
 import type { KubeReader } from '../kubeAccess.ts';
 import type { EvidenceReader } from './evidenceReader.ts';
@@ -118,7 +117,7 @@ export class RolloutReader {
     const since = new Map<string, number>();
     let stalled = false;
     for (const pod of pods) {
-      if (statusPhase(pod) !== 'Running' || !isUnready(pod)) continue;
+      if (!isRunningUnready(pod)) continue;
       const key = pod.metadata.uid ?? pod.metadata.name;
       const seen = before?.get(key);
       // A pod seen so for the first time starts its clock; it stalls at a later look.
@@ -149,12 +148,4 @@ export class RolloutReader {
       signal,
     });
   }
-}
-
-/**
- * A pod's Ready condition says it is not ready. Absent, it is taken as ready: the watch cache's
- * summary of a pod (podSummary) keeps that condition only when it is not True.
- */
-function isUnready(pod: LiveKubeObject): boolean {
-  return statusConditions(pod).some((c) => c.type === 'Ready' && c.status !== 'True');
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { LiveKubeObject } from '../../../src/kube/index.ts';
 import {
+  isRunningUnready,
   PodProblemClock,
   podProblemReasons,
   podProblemsOf,
@@ -137,6 +138,28 @@ status:
       ],
       containerStatuses: [{ name: 'app', state: { waiting: { reason: 'ImagePullBackOff' } } }],
     });
+  });
+});
+
+describe('isRunningUnready', () => {
+  const ready = (status: string) => ({ type: 'Ready', status });
+  it.each([
+    ['running, Ready False', { phase: 'Running', conditions: [ready('False')] }, true],
+    ['running, Ready True', { phase: 'Running', conditions: [ready('True')] }, false],
+    ['running, no Ready condition (a summary of a ready pod)', { phase: 'Running' }, false],
+    ['pending, Ready False', { phase: 'Pending', conditions: [ready('False')] }, false],
+  ])('%s: %s', (_name, status, expected) => {
+    expect(isRunningUnready({ status })).toBe(expected);
+    expect(
+      isRunningUnready(
+        podSummary({
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name: 'p', uid: 'u', resourceVersion: '1', labels: {}, annotations: {} },
+          status,
+        }),
+      ),
+    ).toBe(expected);
   });
 });
 
