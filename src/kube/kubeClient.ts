@@ -45,6 +45,8 @@ export interface KubeClientOptions {
   readonly listPageSize?: number;
   /** Client-side request rate limit (client-go's qps/burst); watches are not limited. */
   readonly rateLimit?: RateLimit;
+  /** HTTP/2 where the server offers it; measured by bench:transport, off in the agent. */
+  readonly http2?: boolean;
 }
 
 export interface ApplyOptions extends CallOptions {
@@ -205,6 +207,7 @@ export class KubeClient {
       userAgent: options.userAgent ?? 'k8s-listener',
       registry: options.registry,
       rateLimit: options.rateLimit,
+      http2: options.http2,
     });
     return new KubeClient(transport, options);
   }

@@ -31,6 +31,11 @@ export interface TransportOptions {
   readonly registry?: Registry | undefined;
   /** client-go's qps/burst for every request but watches; absent or qps 0: no limit. */
   readonly rateLimit?: RateLimit | undefined;
+  /**
+   * HTTP/2 where the server offers it (one connection, pinged). Off in the agent: bench:transport
+   * measured it dearer on the client and no cheaper on the API server (bench/README.md).
+   */
+  readonly http2?: boolean | undefined;
 }
 
 export interface TransportRequest {
@@ -81,6 +86,7 @@ export class KubeTransport {
   readonly #metric: Counter<'verb' | 'kind' | 'code'> | undefined;
   readonly #durationMetric: Histogram<'verb' | 'kind'> | undefined;
   #pool: Pool;
+  readonly #http2: boolean;
   readonly #limiter: TokenBucket;
   /** Pools of replaced client certificates: their open requests and watches end there. */
   readonly #retired = new Set<Agent>();
@@ -93,6 +99,7 @@ export class KubeTransport {
     this.#userAgent = options.userAgent;
     this.#metric = options.registry === undefined ? undefined : requestCounter(options.registry);
     this.#durationMetric = options.registry === undefined ? undefined : requestDuration(options.registry);
+    this.#http2 = options.http2 ?? false;
     this.#pool = this.#newPool(first);
     this.#limiter = new TokenBucket(options.rateLimit ?? { qps: 0, burst: 1 });
   }
@@ -257,7 +264,7 @@ export class KubeTransport {
 
   #newPool(credentials: Credentials): Pool {
     return {
-      agent: newAgent(this.#connection, credentials.clientCertificate),
+      agent: newAgent(this.#connection, credentials.clientCertificate, this.#http2),
       certificateGeneration: credentials.certificateGeneration,
     };
   }
@@ -314,14 +321,18 @@ export class KubeTransport {
 }
 
 /**
- * One pool, HTTP/1.1 only: with HTTP/2 every request would share one connection, and a silently
+ * One pool, HTTP/1.1 unless asked (bench:transport): with HTTP/2 every request would share one connection, and a silently
  * dead one (no health pings here) would stall them all until TCP gives up; on HTTP/1.1 a timed-out
  * request takes its socket down and the next opens a fresh one. No connection cap: each watch holds
  * a connection, and a cap would queue ordinary requests behind open watches. One TLS context for
  * every connection: given the CA and key pair instead, Node parses them into a context of its own
  * for each connection (some 40 watches, reopened every few minutes).
  */
-function newAgent(connection: ClusterConnection, certificate: ClientCertificate | undefined): Agent {
+function newAgent(
+  connection: ClusterConnection,
+  certificate: ClientCertificate | undefined,
+  http2: boolean,
+): Agent {
   const { tls } = connection;
   let secureContext: SecureContext;
   try {
@@ -343,7 +354,9 @@ function newAgent(connection: ClusterConnection, certificate: ClientCertificate 
       secureContext,
       ...(tls.servername === undefined ? {} : { servername: tls.servername }),
     },
-    allowH2: false,
+    allowH2: http2,
+    // As client-go's HTTP/2 health check: a connection that stops answering pings is dropped.
+    ...(http2 ? { h2Options: { pingInterval: 30_000 } } : {}),
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 300_000,
   });

@@ -103,6 +103,25 @@ const RealNodeResult = z.looseObject({
 });
 export type RealNodeResult = z.infer<typeof RealNodeResult>;
 
+const TransportFigures = z.looseObject({
+  clientCpuMsPerRequest: z.number(),
+  apiServerCpuMsPerRequest: z.number(),
+  requestsPerSecond: z.number(),
+  connections: z.number(),
+});
+
+/** A `bench:transport` record: the agent's HTTP/1.1 pool against one HTTP/2 connection. */
+const TransportResult = z.looseObject({
+  benchmark: z.literal('transport'),
+  startedAt: z.string(),
+  requestsPerRound: z.number(),
+  concurrency: z.number(),
+  rounds: z.array(z.looseObject({ protocol: z.string() })),
+  medians: z.record(z.string(), TransportFigures),
+  machine: z.looseObject({ loadAverageAtStart: z.array(z.number()) }),
+});
+export type TransportResult = z.infer<typeof TransportResult>;
+
 export class BenchResultError extends Error {
   override readonly name = 'BenchResultError';
   readonly file: string;
@@ -116,14 +135,20 @@ export type BenchResult =
   | { readonly kind: 'sync'; readonly result: SyncResult }
   | { readonly kind: 'micro'; readonly result: MicroResult }
   | { readonly kind: 'real-node'; readonly result: RealNodeResult }
-  | { readonly kind: 'render-size'; readonly result: RenderSizeResult };
+  | { readonly kind: 'render-size'; readonly result: RenderSizeResult }
+  | { readonly kind: 'transport'; readonly result: TransportResult };
 
 /**
  * A record of bench/results: `<time>-render.json`, `<time>-poll.json`, `<time>-real-node.json`,
- * `<time>-render-size.json`, else a bench:sync run.
+ * `<time>-render-size.json`, `<time>-transport.json`, else a bench:sync run.
  */
 export function parseBenchResult(file: string, text: string): BenchResult {
   const json: unknown = JSON.parse(text);
+  if (file.endsWith('-transport.json')) {
+    const transport = TransportResult.safeParse(json);
+    if (!transport.success) throw new BenchResultError(file, transport.error);
+    return { kind: 'transport', result: transport.data };
+  }
   if (file.endsWith('-render-size.json')) {
     const sized = RenderSizeResult.safeParse(json);
     if (!sized.success) throw new BenchResultError(file, sized.error);
@@ -367,12 +392,32 @@ export function renderSizeTableMarkdown(results: readonly RenderSizeResult[]): s
   ].join('\n');
 }
 
+/** `bench:transport`'s newest run: a row a protocol, its medians of three rounds. */
+export function transportTableMarkdown(results: readonly TransportResult[]): string {
+  const newest = newestFirst(results)[0];
+  const rows = Object.entries(newest?.medians ?? {}).map(
+    ([protocol, m]) =>
+      `| ${protocol} | ${m.connections} | ${m.clientCpuMsPerRequest.toFixed(3)} | ${m.apiServerCpuMsPerRequest.toFixed(3)} | ${m.requestsPerSecond} |`,
+  );
+  const heading = newest
+    ? `Run ${newest.startedAt.slice(0, 16).replace('T', ' ')} UTC: ${newest.requestsPerRound.toLocaleString('en-US')} applies a round at concurrency ${newest.concurrency}, medians of ${newest.rounds.length / rows.length} rounds a protocol, load at start ${newest.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'}.\n\n`
+    : '';
+  return `${heading}${[
+    '| protocol | connections | client CPU ms / request | API server CPU ms / request | requests / s |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n')}\n`;
+}
+
 const newestFirst = <T extends { readonly startedAt: string }>(results: readonly T[]): T[] =>
   [...results].sort((a, b) => b.startedAt.localeCompare(a.startedAt));
 
 /** Every `bench:node` run, newest first: the LangGraph path's medians and the node's daemons at rest. */
+/** The real node's newest runs tabled: bench/results keeps every one. */
+const REAL_NODE_RUNS_SHOWN = 2;
+
 export function realNodeTableMarkdown(results: readonly RealNodeResult[]): string {
-  const rows = newestFirst(results).map((r) => {
+  const rows = newestFirst(results).slice(0, REAL_NODE_RUNS_SHOWN).map((r) => {
     const daemons = Object.entries(r.nodeAtRest)
       .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
       .join('; ');
@@ -406,7 +451,7 @@ const DEPLOY_PHASES: readonly (readonly [string, string])[] = [
 
 /** Every `bench:node` run that split deploy → first answered run into phases: their medians. */
 export function realNodePhasesTableMarkdown(results: readonly RealNodeResult[]): string {
-  const rows = newestFirst(results).flatMap((r) => {
+  const rows = newestFirst(results).slice(0, REAL_NODE_RUNS_SHOWN).flatMap((r) => {
     const phases = r.medianDeployPhasesS;
     if (!phases) return [];
     const cells = DEPLOY_PHASES.map(([key]) => {

@@ -13,6 +13,7 @@ import {
   realNodePhasesTableMarkdown,
   realNodeTableMarkdown,
   renderSizeTableMarkdown,
+  transportTableMarkdown,
 } from './benchTables.ts';
 import { chartValuesMarkdown } from './chartValues.ts';
 import { configReferenceMarkdown } from './configReference.ts';
@@ -42,6 +43,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
   const micro = results.flatMap((r) => (r.kind === 'micro' ? [r.result] : []));
   const realNode = results.flatMap((r) => (r.kind === 'real-node' ? [r.result] : []));
   const renderSize = results.flatMap((r) => (r.kind === 'render-size' ? [r.result] : []));
+  const transport = results.flatMap((r) => (r.kind === 'transport' ? [r.result] : []));
   const regions: [string, string, string][] = [
     ['docs/configuration.md', 'configuration-reference', configReferenceMarkdown()],
     ['charts/k8s-listener/README.md', 'values', chartValuesMarkdown(values, schema)],
@@ -57,6 +59,7 @@ export async function generatedPages(): Promise<GeneratedPage[]> {
     ],
     ['bench/README.md', 'render-size-results', renderSizeTableMarkdown(renderSize)],
     ['bench/README.md', 'resync-results', microTableMarkdown(micro.filter((r) => r.benchmark === 'resync'))],
+    ['bench/README.md', 'transport-results', transportTableMarkdown(transport)],
     ['bench/README.md', 'real-node-results', realNodeTableMarkdown(realNode)],
     ['bench/README.md', 'real-node-phases', realNodePhasesTableMarkdown(realNode)],
     ['bench/README.md', 'sync-medians', benchMediansMarkdown(sync)],
