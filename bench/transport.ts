@@ -3,7 +3,7 @@
 // applies of ConfigMaps (some 4 KiB, as the agent's objects) at the agent's concurrency, with no
 // client rate limit, into a namespace of its own; the protocols alternate, three rounds each, so
 // that a cluster warming up favours neither. Per protocol: the client's CPU and the API server's CPU
-// a request, requests a second, and the TCP connections the client held (1 proves HTTP/2 was
+// a request, requests a second, and the TCP connections the client held (fewer on HTTP/2: it was
 // negotiated). The agent stays on HTTP/1.1 unless HTTP/2 is cheaper on both sides.
 // Run: npm run bench:transport [-- --requests 4000]
 import { readdir, readFile, readlink } from 'node:fs/promises';
@@ -169,8 +169,8 @@ const path = await writeRecord(startedAt, 'transport', {
   machine: machine(loadAtStart),
 });
 console.log(`medians ${JSON.stringify(medians)} — ${path}`);
-// HTTP/2 negotiated, or the comparison compared nothing.
-if (medians.h2?.connections !== 1) {
-  console.error('HTTP/2 was not negotiated: the h2 rounds held more than one connection');
+// HTTP/2 negotiated (its streams share a connection or two), or the comparison compared nothing.
+if (!((medians.h2?.connections ?? Number.POSITIVE_INFINITY) < (medians['http/1.1']?.connections ?? 0))) {
+  console.error('HTTP/2 was not negotiated: its rounds held as many connections as HTTP/1.1');
   process.exitCode = 1;
 }

@@ -153,7 +153,10 @@ export async function runAgent(
     const live = (await world.admin.list('Deployment', { namespace: NAMESPACES[0] })).length;
     const steady = await measureSteadyState(meter, afterCold, options.pollMs);
     const latency = await measureChangeToApplied(world, fleet, meter, options);
-    const resync = await measureResync(agent, meter, n, options.resyncIntervalMs);
+    const resync = await measureResync(agent, meter, n, {
+      agentStartedAt: started,
+      resyncIntervalMs: options.resyncIntervalMs,
+    });
     const { final, memory } = await readAndStop();
     return {
       ...applied,
