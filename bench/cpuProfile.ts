@@ -3,7 +3,7 @@
 // code, the garbage collector) and the functions that took most of it. The agent runs as a bundle
 // (dist/): each frame is traced back to its source through the bundle's source map.
 //
-// Run: node bench/cpuProfile.ts <file.cpuprofile | directory of them> [--top 20]
+// Run: node bench/cpuProfile.ts <file.cpuprofile | directory of them> [--top 20] [--until-ms MS]
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { SourceMap } from 'node:module';
 import { basename, join } from 'node:path';
@@ -87,16 +87,26 @@ export interface ProfileSummary {
   readonly byFunction: readonly { readonly name: string; readonly where: string; readonly ms: number }[];
 }
 
-/** Self time by area and by function over one or more profiles of a run. */
-export function summarize(profiles: readonly CpuProfile[], origins = new Origins()): ProfileSummary {
+/**
+ * Self time by area and by function over one or more profiles of a run; with `untilMs`, only the
+ * samples of a profile's first `untilMs` (e.g. a cold sync: the profile starts with the process).
+ */
+export function summarize(
+  profiles: readonly CpuProfile[],
+  origins = new Origins(),
+  untilMs = Number.POSITIVE_INFINITY,
+): ProfileSummary {
   const byArea = new Map<string, number>();
   const byFunction = new Map<string, { name: string; where: string; ms: number }>();
   let busyMs = 0;
   for (const profile of profiles) {
     const frames = new Map(profile.nodes.map((node) => [node.id, node.callFrame]));
+    let elapsedMs = 0;
     for (const [i, id] of profile.samples.entries()) {
       // timeDeltas[i] is the time before sample i: it is charged to that sample's frame.
       const ms = (profile.timeDeltas[i] ?? 0) / 1000;
+      elapsedMs += ms;
+      if (elapsedMs > untilMs) break;
       const frame = frames.get(id);
       if (!frame || frame.functionName === '(idle)') continue;
       const origin = origins.of(frame);
@@ -160,12 +170,15 @@ export function readProfiles(path: string): CpuProfile[] {
 if (import.meta.main) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '20' } },
+    options: { top: { type: 'string', default: '20' }, 'until-ms': { type: 'string' } },
   });
   const [path] = positionals;
   if (!path) {
-    console.error('usage: node bench/cpuProfile.ts <file.cpuprofile | directory> [--top 20]');
+    console.error('usage: node bench/cpuProfile.ts <file.cpuprofile | directory> [--top 20] [--until-ms MS]');
     process.exit(2);
   }
-  process.stdout.write(summaryMarkdown(summarize(readProfiles(path)), Number(values.top)));
+  const untilMs = values['until-ms'] === undefined ? undefined : Number(values['until-ms']);
+  process.stdout.write(
+    summaryMarkdown(summarize(readProfiles(path), new Origins(), untilMs), Number(values.top)),
+  );
 }

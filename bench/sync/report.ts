@@ -1,7 +1,7 @@
 // A run's record (bench/results/<time>-<N>.json), the targets it is judged by, and the table it
 // prints.
 import { AGENT_VERSION } from '../../src/version.ts';
-import { readProfiles, summarize, summaryMarkdown } from '../cpuProfile.ts';
+import { type CpuProfile, readProfiles, summarize, summaryMarkdown } from '../cpuProfile.ts';
 import { machine, writeProfileSummary, writeRecord } from '../record.ts';
 import {
   controlPlaneRequests,
@@ -35,17 +35,40 @@ export interface RunFigures {
   readonly snapshotDir: string | undefined;
 }
 
-/** The agent's profile as bench/profiles/<record's name>.md; its path relative to bench/. */
-async function profileSummary({ options, startedAt }: RunFigures, profileDir: string): Promise<string> {
-  const header = [
-    `# The agent's CPU profile: bench:sync, N = ${options.deployments.toLocaleString('en-US')}, ${startedAt.toISOString()}`,
+/**
+ * The agent's profile, the cold sync apart (the CPU target's) and then the whole phase, as the
+ * text of bench/profiles/<record's name>.md.
+ */
+export function profileMarkdown(
+  run: { readonly deployments: number; readonly startedAt: Date; readonly appliedMs: number },
+  profiles: readonly CpuProfile[],
+): string {
+  const appliedS = seconds(run.appliedMs);
+  return [
+    `# The agent's CPU profile: bench:sync, N = ${run.deployments.toLocaleString('en-US')}, ${run.startedAt.toISOString()}`,
     '',
-    'Self time over the agent phase (cold sync, steady state, changes, resync), from',
-    '`npm run bench:sync -- --cpu-prof`, summarized by bench/cpuProfile.ts.',
+    'From `npm run bench:sync -- --cpu-prof`, summarized by bench/cpuProfile.ts: self time by area',
+    'and by function.',
     '',
+    `## The cold sync: the process's first ${appliedS} s, until every object was applied`,
+    '',
+    summaryMarkdown(summarize(profiles, undefined, run.appliedMs), 25),
+    '## The whole agent phase: cold sync, rollouts to DEPLOYED, steady state, changes, resync',
+    '',
+    summaryMarkdown(summarize(profiles), 25),
   ].join('\n');
-  const text = summaryMarkdown(summarize(readProfiles(profileDir)), 25);
-  return writeProfileSummary(startedAt, String(options.deployments), `${header}\n${text}`);
+}
+
+/** The agent's profile as bench/profiles/<record's name>.md; its path relative to bench/. */
+async function profileSummary(
+  { options, startedAt, agentRun }: RunFigures,
+  profileDir: string,
+): Promise<string> {
+  const text = profileMarkdown(
+    { deployments: options.deployments, startedAt, appliedMs: agentRun.appliedMs },
+    readProfiles(profileDir),
+  );
+  return writeProfileSummary(startedAt, String(options.deployments), text);
 }
 
 const ratio = (a: number | undefined, b: number | undefined) =>

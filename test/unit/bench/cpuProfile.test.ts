@@ -82,6 +82,13 @@ describe('summarize', () => {
     expect(summary.byFunction[1]).toEqual({ name: 'decode', where: 'node_modules/pkg/index.js:2', ms: 3 });
   });
 
+  it('charges only the window asked for: the samples of the first `untilMs`', () => {
+    // 1 + 2 + 4 ms: the garbage collector's sample, at 8 ms, is past the window.
+    const summary = summarize([profile], undefined, 7);
+    expect(summary.busyMs).toBe(7);
+    expect(summary.byArea.map((row) => row.area)).toEqual(['src/kube', 'pkg']);
+  });
+
   it('tells it as tables of areas and functions with their shares', () => {
     const text = summaryMarkdown(summarize([profile]), 2);
     expect(text).toContain('| src/kube | 0.00 s | 50.0 % |');
