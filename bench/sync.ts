@@ -32,7 +32,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const { options, runs } = readOptions(argv);
   if (runs > 1) {
     const { runRotated } = await import('./syncRuns.ts');
-    return runRotated(runs, argv);
+    return runRotated(runs, argv, options.order);
   }
   const n = options.deployments;
   const startedAt = new Date();

@@ -1,17 +1,18 @@
 // `bench:sync --runs N`: N runs of the sync benchmark, each a fresh cluster and its own record,
-// the order of agent, floor, kubectl and Flux rotated so that each goes first once in every four
-// (the first meets a cold API server, the later ones the pods of the earlier ones); then the
-// medians, judged against the targets (bench/README.md, "Targets").
+// the order of the clients asked for (`--order`: agent, floor, kubectl and Flux unless told
+// otherwise) rotated so that each goes first once in every round of them (the first meets a cold
+// API server, the later ones the pods of the earlier ones); then the medians, judged against the
+// targets (bench/README.md, "Targets").
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { median } from './statistics.ts';
+import type { Phase } from './sync/options.ts';
 
-const ROTATIONS = [
-  'agent,floor,kubectl,flux',
-  'floor,kubectl,flux,agent',
-  'kubectl,flux,agent,floor',
-  'flux,agent,floor,kubectl',
-] as const;
+/** Run `i`'s order: `order` rotated by `i`, so that each client goes first once in `order.length` runs. */
+export function rotatedOrder(order: readonly Phase[], i: number): string {
+  const k = i % order.length;
+  return [...order.slice(k), ...order.slice(0, k)].join(',');
+}
 
 interface RunRecord {
   readonly deployments: number;
@@ -77,12 +78,16 @@ function runOnce(args: readonly string[]): Promise<string> {
   });
 }
 
-export async function runRotated(runs: number, argv: readonly string[]): Promise<number> {
+export async function runRotated(
+  runs: number,
+  argv: readonly string[],
+  clients: readonly Phase[],
+): Promise<number> {
   const series = new Date().toISOString();
   const base = withoutDriverFlags(argv);
   const records: RunRecord[] = [];
   for (let i = 0; i < runs; i++) {
-    const order = ROTATIONS[i % ROTATIONS.length] ?? ROTATIONS[0];
+    const order = rotatedOrder(clients, i);
     console.error(`[bench:sync] run ${i + 1} of ${runs}, order ${order}`);
     const path = await runOnce([...base, '--order', order, '--series', series]);
     records.push(JSON.parse(await readFile(path, 'utf8')) as RunRecord);

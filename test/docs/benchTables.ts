@@ -30,8 +30,12 @@ const SyncResult = z.looseObject({
   }),
   /** `--restart`: a second agent process over what the first made. */
   restart: z.looseObject({ peakRssMiB: z.number(), caughtUpS: z.number() }).optional(),
-  /** `--cpu-prof`: the profiler roughly doubles the agent's CPU and slows its cold sync as much. */
+  /**
+   * `--cpu-prof`: where the profile was (older records) or its summary under bench/profiles/; the
+   * profiler adds to the agent's CPU and slows its cold sync.
+   */
   cpuProfileDir: z.string().optional(),
+  cpuProfile: z.string().optional(),
   resync: z.looseObject({ cpuMsPerDeployment: z.number() }).optional(),
   /** Flux's phase (bench/sync/fluxRun.ts). */
   flux: z
@@ -209,6 +213,9 @@ function requestsPerDeployment(result: SyncResult): string {
     .toFixed(1);
 }
 
+/** A profiled run is no figure: the profiler's overhead is in its times. */
+const profiled = (r: SyncResult) => r.cpuProfileDir !== undefined || r.cpuProfile !== undefined;
+
 /** Whether a run timed the floor and kubectl too, so that its ratios exist. */
 const compared = (r: SyncResult) => Boolean(r.floorS && r.kubectlS);
 
@@ -217,7 +224,7 @@ const compared = (r: SyncResult) => Boolean(r.floorS && r.kubectlS);
  * kubectl (the only kind with ratios) — at each controller rate.
  */
 export function benchTableMarkdown(results: readonly SyncResult[]): string {
-  const unprofiled = results.filter((r) => r.cpuProfileDir === undefined);
+  const unprofiled = results.filter((r) => !profiled(r));
   const runs = newestOf(unprofiled, (r) => `${r.deployments} ${compared(r)} ${controllerQps(r)}`).sort(
     (a, b) => b.deployments - a.deployments,
   );
@@ -328,7 +335,7 @@ const sumOf = (counts: Readonly<Record<string, number>>) => Object.values(counts
 
 /** Per N and Flux's settings (the agent's, or its defaults), the newest unprofiled run with Flux beside the agent. */
 export function fluxTableMarkdown(results: readonly SyncResult[]): string {
-  const withFlux = results.filter((r) => r.flux !== undefined && r.cpuProfileDir === undefined);
+  const withFlux = results.filter((r) => r.flux !== undefined && !profiled(r));
   const runs = newestOf(withFlux, (r) => `${r.deployments} ${r.flux?.settingsFrom}`).sort(
     (a, b) => b.deployments - a.deployments,
   );

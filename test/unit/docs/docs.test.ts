@@ -225,6 +225,7 @@ describe('bench:sync records', () => {
       run('2026-11-19T10:00:00Z', { deployments: 3000 }),
       // A profiled run is no figure: the profiler's overhead is in its times.
       run('2026-11-24T10:00:00Z', { cpuProfileDir: '/tmp/prof' }),
+      run('2026-11-25T10:00:00Z', { cpuProfile: 'profiles/2026-11-25T10-00-00-000Z-1000.md' }),
     ])
       .split('\n')
       .slice(2)
