@@ -1,6 +1,6 @@
 // A process's CPU time, page faults and memory as Linux reports them in /proc/PID/stat and
-// /proc/PID/status (proc(5)).
-import { readFile } from 'node:fs/promises';
+// /proc/PID/status, and this process's TCP connections (proc(5)).
+import { readdir, readFile, readlink } from 'node:fs/promises';
 
 /** Linux clock ticks a second (USER_HZ), the unit of /proc/PID/stat's CPU times. */
 export const CLOCK_TICKS = 100;
@@ -45,4 +45,25 @@ export async function readProcStatus(pid: number | string): Promise<ProcStatus |
   const kib = (field: string) =>
     Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? Number.NaN);
   return { rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM'), rssFileKiB: kib('RssFile') };
+}
+
+/** This process's established TCP connections to `port` (its socket fds matched to /proc/net/tcp). */
+export async function connectionsTo(port: number): Promise<number> {
+  const own = new Set<string>();
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
+    if (inode) own.add(inode);
+  }
+  let count = 0;
+  for (const table of ['/proc/self/net/tcp', '/proc/self/net/tcp6']) {
+    const lines = (await readFile(table, 'utf8').catch(() => '')).split('\n').slice(1);
+    for (const line of lines) {
+      const f = line.trim().split(/\s+/);
+      // rem_address is field 3 (hex ip:port), st field 4 (01: ESTABLISHED), inode field 10.
+      const remotePort = Number.parseInt(f[2]?.split(':')[1] ?? '', 16);
+      if (remotePort === port && f[3] === '01' && own.has(f[9] ?? '')) count++;
+    }
+  }
+  return count;
 }

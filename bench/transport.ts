@@ -6,12 +6,12 @@
 // a request, requests a second, and the TCP connections the client held (fewer on HTTP/2: it was
 // negotiated). The agent stays on HTTP/1.1 unless HTTP/2 is cheaper on both sides.
 // Run: npm run bench:transport [-- --requests 4000]
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { KubeClient } from '../src/kube/kubeClient.ts';
 import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
-import { CLOCK_TICKS, readProcStat } from './procfs.ts';
+import { CLOCK_TICKS, connectionsTo, readProcStat } from './procfs.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
 import { median } from './statistics.ts';
 
@@ -41,27 +41,6 @@ async function apiServerPid(runDir: string): Promise<number> {
     if (command.endsWith('kube-apiserver') && args.some((a) => a.includes(runDir))) return Number(entry);
   }
   throw new Error(`no kube-apiserver of ${runDir} found`);
-}
-
-/** This process's established TCP connections to `port` (its socket fds matched to /proc/net/tcp). */
-async function connectionsTo(port: number): Promise<number> {
-  const own = new Set<string>();
-  for (const fd of await readdir('/proc/self/fd')) {
-    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
-    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
-    if (inode) own.add(inode);
-  }
-  let count = 0;
-  for (const table of ['/proc/self/net/tcp', '/proc/self/net/tcp6']) {
-    const lines = (await readFile(table, 'utf8').catch(() => '')).split('\n').slice(1);
-    for (const line of lines) {
-      const f = line.trim().split(/\s+/);
-      // rem_address is field 3 (hex ip:port), st field 4 (01: ESTABLISHED), inode field 10.
-      const remotePort = Number.parseInt(f[2]?.split(':')[1] ?? '', 16);
-      if (remotePort === port && f[3] === '01' && own.has(f[9] ?? '')) count++;
-    }
-  }
-  return count;
 }
 
 const cpuS = async (pid: number) => ((await readProcStat(pid))?.cpuTicks ?? Number.NaN) / CLOCK_TICKS;

@@ -32,8 +32,8 @@ export interface TransportOptions {
   /** client-go's qps/burst for every request but watches; absent or qps 0: no limit. */
   readonly rateLimit?: RateLimit | undefined;
   /**
-   * HTTP/2 where the server offers it (one connection, pinged). Off in the agent: bench:transport
-   * measured it dearer on the client and no cheaper on the API server (bench/README.md).
+   * HTTP/2 where the server offers it (its requests streams of a shared connection). Off in the
+   * agent: bench:transport measured it dearer on the client and on the API server (bench/README.md).
    */
   readonly http2?: boolean | undefined;
 }
@@ -321,9 +321,9 @@ export class KubeTransport {
 }
 
 /**
- * One pool, HTTP/1.1 unless asked (bench:transport): with HTTP/2 every request would share one connection, and a silently
- * dead one (no health pings here) would stall them all until TCP gives up; on HTTP/1.1 a timed-out
- * request takes its socket down and the next opens a fresh one. No connection cap: each watch holds
+ * One pool, HTTP/1.1 unless asked (bench:transport measures HTTP/2 against it): a timed-out request
+ * takes its socket down and the next opens a fresh one, where on HTTP/2 every request shares a
+ * connection that, dead without a word, holds them all until a ping finds it out. No connection cap: each watch holds
  * a connection, and a cap would queue ordinary requests behind open watches. One TLS context for
  * every connection: given the CA and key pair instead, Node parses them into a context of its own
  * for each connection (some 40 watches, reopened every few minutes).
@@ -355,8 +355,6 @@ function newAgent(
       ...(tls.servername === undefined ? {} : { servername: tls.servername }),
     },
     allowH2: http2,
-    // As client-go's HTTP/2 health check: a connection that stops answering pings is dropped.
-    ...(http2 ? { h2Options: { pingInterval: 30_000 } } : {}),
     keepAliveTimeout: 30_000,
     keepAliveMaxTimeout: 300_000,
   });

@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { connectionsTo } from '../../../bench/procfs.ts';
 import {
   isConflict,
   isInvalid,
@@ -55,6 +56,32 @@ beforeAll(async () => {
 afterAll(async () => {
   await client?.close();
   await admin.core.deleteNamespace({ name: namespace }).catch(() => {});
+});
+
+describe('KubeClient over HTTP/2 (bench:transport measures it; the agent stays on HTTP/1.1)', () => {
+  /** The connections this process opens to the API server for 8 requests at once, after a first. */
+  async function connectionsFor8(http2: boolean): Promise<number> {
+    const kube = await KubeClient.fromKubeconfig(kubeconfigPath, { logger, http2 });
+    const port = Number(new URL(kube.server).port);
+    try {
+      const before = await connectionsTo(port);
+      await kube.apply(configMap(`h2-${http2}-0`, { a: '0' }), { force: true });
+      const live = await Promise.all(
+        Array.from({ length: 8 }, (_, i) =>
+          kube.apply(configMap(`h2-${http2}-${i + 1}`, { a: '1' }), { force: true }),
+        ),
+      );
+      expect(live.map((o) => o.metadata.uid).every((uid) => uid !== '')).toBe(true);
+      return (await connectionsTo(port)) - before;
+    } finally {
+      await kube.close();
+    }
+  }
+
+  it('sends concurrent requests as streams of one connection, where HTTP/1.1 opens one each', async () => {
+    expect(await connectionsFor8(true)).toBe(1);
+    expect(await connectionsFor8(false)).toBeGreaterThanOrEqual(8);
+  });
 });
 
 describe('KubeClient.apply', () => {
