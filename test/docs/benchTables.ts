@@ -424,16 +424,18 @@ const newestFirst = <T extends { readonly startedAt: string }>(results: readonly
 const REAL_NODE_RUNS_SHOWN = 2;
 
 export function realNodeTableMarkdown(results: readonly RealNodeResult[]): string {
-  const rows = newestFirst(results).slice(0, REAL_NODE_RUNS_SHOWN).map((r) => {
-    const daemons = Object.entries(r.nodeAtRest)
-      .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
-      .join('; ');
-    const total = Object.values(r.nodeAtRest).reduce(
-      (sum, d) => ({ cpu: sum.cpu + d.cpuPercent, rss: sum.rss + d.rssMiB }),
-      { cpu: 0, rss: 0 },
-    );
-    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
-  });
+  const rows = newestFirst(results)
+    .slice(0, REAL_NODE_RUNS_SHOWN)
+    .map((r) => {
+      const daemons = Object.entries(r.nodeAtRest)
+        .map(([name, d]) => `${name} ${d.cpuPercent} % / ${d.rssMiB} MiB`)
+        .join('; ');
+      const total = Object.values(r.nodeAtRest).reduce(
+        (sum, d) => ({ cpu: sum.cpu + d.cpuPercent, rss: sum.rss + d.rssMiB }),
+        { cpu: 0, rss: 0 },
+      );
+      return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
+    });
   return [
     '| run | deployments | deploy → first answered run (median) | new revision → first answered run (median) | node at rest (cpu of a core / RSS) | by daemon |',
     '|---|---|---|---|---|---|',
@@ -458,18 +460,20 @@ const DEPLOY_PHASES: readonly (readonly [string, string])[] = [
 
 /** Every `bench:node` run that split deploy → first answered run into phases: their medians. */
 export function realNodePhasesTableMarkdown(results: readonly RealNodeResult[]): string {
-  const rows = newestFirst(results).slice(0, REAL_NODE_RUNS_SHOWN).flatMap((r) => {
-    const phases = r.medianDeployPhasesS;
-    if (!phases) return [];
-    const cells = DEPLOY_PHASES.map(([key]) => {
-      const value = phases[key];
-      if (value === undefined || value === null) return '–';
-      return key === 'serverRestarts' ? String(value) : `${value.toFixed(1)} s`;
+  const rows = newestFirst(results)
+    .slice(0, REAL_NODE_RUNS_SHOWN)
+    .flatMap((r) => {
+      const phases = r.medianDeployPhasesS;
+      if (!phases) return [];
+      const cells = DEPLOY_PHASES.map(([key]) => {
+        const value = phases[key];
+        if (value === undefined || value === null) return '–';
+        return key === 'serverRestarts' ? String(value) : `${value.toFixed(1)} s`;
+      });
+      return [
+        `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${cells.join(' | ')} |`,
+      ];
     });
-    return [
-      `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${cells.join(' | ')} |`,
-    ];
-  });
   return [
     `| run | total | ${DEPLOY_PHASES.map(([, heading]) => heading).join(' | ')} |`,
     `|---|---|${DEPLOY_PHASES.map(() => '---').join('|')}|`,
