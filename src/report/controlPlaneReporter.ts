@@ -99,12 +99,15 @@ export class ControlPlaneReporter {
   }
 
   /**
-   * What the control plane took since the last call, per deployment, and forgets it. Reports are
-   * sent only by `flush`, which the poller runs after its listing: a listing started after this
-   * call shows every one of them, and no other report of the agent's.
+   * What the control plane took since the last call, per deployment, and forgets it. While a
+   * listing is under way nothing is sent (the poller's `flush` after it sends what waited), and a
+   * prompt send still in flight is waited for: a listing started after this resolves shows every
+   * report it returns, and no other report of the agent's. (Taken before that send landed, a
+   * status the listing already showed came back as a change, its revisions read again.)
    */
-  takeSent(): ReadonlyMap<string, readonly SentStatus[]> {
+  async takeSent(): Promise<ReadonlyMap<string, readonly SentStatus[]>> {
     this.#listing = true;
+    await this.#flushing.catch(() => undefined);
     const sent = this.#sent;
     this.#sent = new Map();
     return sent;

@@ -49,7 +49,7 @@ export class Poller {
   async pollOnce(signal?: AbortSignal): Promise<boolean> {
     let listing: Awaited<ReturnType<ControlPlaneClient['listAllDeployments']>>;
     this.#listedDigests.clear();
-    this.#sentBeforeListing = this.#o.reporter.takeSent();
+    this.#sentBeforeListing = await this.#o.reporter.takeSent();
     try {
       listing = await this.#o.client.listAllDeployments(
         { remote_reconciled: true },

@@ -233,14 +233,29 @@ describe('an outcome is sent at once', () => {
   it("waits while a poll's listing is under way, and goes with that poll's flush", async () => {
     vi.useFakeTimers();
     const { r, sent } = reporter(async () => {}, 100);
-    r.takeSent();
+    await r.takeSent();
     r.record(deployed);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(sent).toHaveLength(0);
     await r.flush();
     expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
     // Taken by the next listing as the agent's own report.
-    expect(r.takeSent().get(D1)).toEqual([{ deployment_status: undefined, revision_status: 'DEPLOYED' }]);
+    expect((await r.takeSent()).get(D1)).toEqual([
+      { deployment_status: undefined, revision_status: 'DEPLOYED' },
+    ]);
+  });
+
+  it('a prompt send in flight when a listing starts counts as sent before that listing', async () => {
+    vi.useFakeTimers();
+    let release: () => void = () => undefined;
+    const { r, sent } = reporter(() => new Promise<void>((resolve) => (release = resolve)), 10);
+    r.record(deployed);
+    await vi.advanceTimersByTimeAsync(10);
+    // The control plane has the report (the listing may show it) but has not answered yet.
+    const taken = r.takeSent();
+    release();
+    expect((await taken).get(D1)).toEqual([{ deployment_status: undefined, revision_status: 'DEPLOYED' }]);
+    expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
   });
 
   it('a prompt send and a poll flush together send each report once', async () => {
