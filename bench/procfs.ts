@@ -29,6 +29,12 @@ export async function readProcStat(pid: number | string): Promise<ProcStat | und
   };
 }
 
+/** A process's user + system CPU time in seconds; NaN once it is gone. */
+export async function cpuSeconds(pid: number | string): Promise<number> {
+  const stat = await readProcStat(pid);
+  return stat ? stat.cpuTicks / CLOCK_TICKS : Number.NaN;
+}
+
 export interface ProcStatus {
   /** Resident memory now (VmRSS), in KiB; NaN where the kernel gives none (a zombie). */
   readonly rssKiB: number;

@@ -1,17 +1,18 @@
-// Transport benchmark: the agent's HTTP/1.1 pool against one HTTP/2 connection (client-go's
-// transport), the same KubeClient on each, on a fresh local cluster. Each round sends N server-side
-// applies of ConfigMaps (some 4 KiB, as the agent's objects) at the agent's concurrency, with no
-// client rate limit, into a namespace of its own; the protocols alternate, three rounds each, so
-// that a cluster warming up favours neither. Per protocol: the client's CPU and the API server's CPU
-// a request, requests a second, and the TCP connections the client held (fewer on HTTP/2: it was
-// negotiated). The agent stays on HTTP/1.1 unless HTTP/2 is cheaper on both sides.
+// Transport benchmark: the agent's HTTP/1.1 pool against HTTP/2 (client-go's transport: requests
+// as streams of a shared connection), the same KubeClient on each, on a fresh local cluster. Each
+// round sends N server-side applies of ConfigMaps (some 4 KiB, as the agent's objects) at the
+// agent's concurrency, with no client rate limit, into a namespace of its own; the protocols
+// alternate, three rounds each, so that a cluster warming up favours neither. Per protocol: the
+// client's CPU and the API server's CPU a request, requests a second, and the TCP connections the
+// client held (fewer on HTTP/2: it was negotiated). The agent stays on HTTP/1.1 unless HTTP/2 is
+// cheaper on both sides.
 // Run: npm run bench:transport [-- --requests 4000]
 import { readdir, readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { KubeClient } from '../src/kube/kubeClient.ts';
 import { ensureClusterBinaries, startLocalCluster } from '../test/cluster/localCluster.ts';
-import { CLOCK_TICKS, connectionsTo, readProcStat } from './procfs.ts';
+import { connectionsTo, cpuSeconds } from './procfs.ts';
 import { loadAverage, machine, writeRecord } from './record.ts';
 import { median } from './statistics.ts';
 
@@ -43,8 +44,6 @@ async function apiServerPid(runDir: string): Promise<number> {
   throw new Error(`no kube-apiserver of ${runDir} found`);
 }
 
-const cpuS = async (pid: number) => ((await readProcStat(pid))?.cpuTicks ?? Number.NaN) / CLOCK_TICKS;
-
 async function round(
   kubeconfigPath: string,
   port: number,
@@ -66,7 +65,7 @@ async function round(
     let next = 0;
     let connections = 0;
     const client = process.cpuUsage();
-    const server = await cpuS(apiPid);
+    const server = await cpuSeconds(apiPid);
     const started = performance.now();
     await Promise.all(
       Array.from({ length: CONCURRENCY }, async () => {
@@ -96,7 +95,9 @@ async function round(
     const result: Round = {
       protocol,
       clientCpuMsPerRequest: Number(((used.user + used.system) / 1000 / requests).toFixed(3)),
-      apiServerCpuMsPerRequest: Number(((((await cpuS(apiPid)) - server) * 1000) / requests).toFixed(3)),
+      apiServerCpuMsPerRequest: Number(
+        ((((await cpuSeconds(apiPid)) - server) * 1000) / requests).toFixed(3),
+      ),
       requestsPerSecond: Math.round(requests / seconds),
       connections,
     };

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sleep } from '../../src/sleep.ts';
 import { readSamples } from '../../test/support/metricSamples.ts';
-import { CLOCK_TICKS, readProcStat, readProcStatus } from '../procfs.ts';
+import { cpuSeconds, readProcStatus } from '../procfs.ts';
 import { until } from '../sync/until.ts';
 
 const BUILD_SCRIPT = new URL('./build.sh', import.meta.url).pathname;
@@ -100,9 +100,8 @@ class Controller {
     return methods;
   }
 
-  async cpuS(): Promise<number> {
-    const stat = await readProcStat(this.child.pid ?? 0);
-    return stat ? stat.cpuTicks / CLOCK_TICKS : Number.NaN;
+  cpuS(): Promise<number> {
+    return cpuSeconds(this.child.pid ?? 0);
   }
 
   /** Peak resident memory (VmHWM), MiB. */

@@ -114,7 +114,7 @@ const TransportFigures = z.looseObject({
   connections: z.number(),
 });
 
-/** A `bench:transport` record: the agent's HTTP/1.1 pool against one HTTP/2 connection. */
+/** A `bench:transport` record: the agent's HTTP/1.1 pool against HTTP/2. */
 const TransportResult = z.looseObject({
   benchmark: z.literal('transport'),
   startedAt: z.string(),
@@ -171,6 +171,13 @@ export function parseBenchResult(file: string, text: string): BenchResult {
     : { kind: 'sync', result: parsed.data as SyncResult };
 }
 
+/** A record's start to the minute, as the tables show it: `2026-11-28 02:53`. */
+const minute = (startedAt: string) => startedAt.slice(0, 16).replace('T', ' ');
+
+/** The one-minute load average when a run started. */
+const loadAtStart = (r: { readonly machine: { readonly loadAverageAtStart: readonly number[] } }) =>
+  r.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–';
+
 /** The newest record of each group, newest first: the tables show current figures; bench/results keeps every record. */
 function newestOf<T extends { readonly startedAt: string }>(
   results: readonly T[],
@@ -195,7 +202,7 @@ export function microTableMarkdown(results: readonly MicroResult[]): string {
         : r.benchmark === 'poll'
           ? `median ${fixed(r.medianMs, 1)} ms, max ${fixed(r.maxMs, 1)} ms per complete listing of ${n}`
           : `median ${fixed(r.medianMs, 3)} ms, max ${fixed(r.maxMs, 3)} ms of CPU per deployment, a full resync of ${n} converged deployments`;
-    return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.benchmark} | ${figures} | ${r.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'} |`;
+    return `| ${minute(r.startedAt)} | ${r.benchmark} | ${figures} | ${loadAtStart(r)} |`;
   });
   return ['| run (UTC) | benchmark | figures | load at start |', '|---|---|---|---|', ...rows, ''].join('\n');
 }
@@ -234,7 +241,7 @@ export function benchTableMarkdown(results: readonly SyncResult[]): string {
     const applied = r.coldSync.appliedS;
     return [
       r.deployments.toLocaleString('en-US'),
-      r.startedAt.slice(0, 16).replace('T', ' '),
+      minute(r.startedAt),
       `${r.order?.join(' ') ?? 'agent floor kubectl'}, ${controllerQps(r)}`,
       `${fixed(applied, 1)} (${fixed(r.coldSync.agentCpuAtAppliedS, 1)})`,
       `${fixed(floor, 1)} / ${fixed(kubectl, 1)}`,
@@ -282,7 +289,7 @@ export function benchMediansMarkdown(results: readonly SyncResult[]): string {
     const of = (pick: (r: SyncResult) => number | null | undefined) =>
       median(runs.map((r) => pick(r) ?? Number.NaN));
     return [
-      start.slice(0, 16).replace('T', ' '),
+      minute(start),
       n.toLocaleString('en-US'),
       String(runs.length),
       [...new Set(runs.map(controllerQps))].join(', '),
@@ -347,7 +354,7 @@ export function fluxTableMarkdown(results: readonly SyncResult[]): string {
     return [
       [
         n.toLocaleString('en-US'),
-        r.startedAt.slice(0, 16).replace('T', ' '),
+        minute(r.startedAt),
         `${flux.version}, ${flux.settingsFrom === 'agent' ? "agent's" : 'defaults'}`,
         `${fixed(flux.appliedS, 1)} / ${fixed(r.coldSync.appliedS, 1)}`,
         `${fixed(flux.healthyS, 1)} / ${fixed(deployed, 1)}`,
@@ -389,7 +396,7 @@ export function renderSizeTableMarkdown(results: readonly RenderSizeResult[]): s
       return `| ${r.shape} | ${r.size.toLocaleString('en-US')} | ${r.inputKiB.toLocaleString('en-US')} | ${fixed(r.parseMs, 2)} | ${fixed(r.renderMs, 2)} | ${fixed((total * 1000) / Math.max(r.inputKiB, 1), 1)} | ${OUTCOME[r.outcome]} |`;
     });
   const header = newest
-    ? `Run ${newest.startedAt.slice(0, 16).replace('T', ' ')} UTC, load at start ${newest.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'}.\n\n`
+    ? `Run ${minute(newest.startedAt)} UTC, load at start ${loadAtStart(newest)}.\n\n`
     : '';
   return [
     `${header}| shape | size | input KiB | parse ms | render ms | µs / KiB | outcome |`,
@@ -407,7 +414,7 @@ export function transportTableMarkdown(results: readonly TransportResult[]): str
       `| ${protocol} | ${m.connections} | ${m.clientCpuMsPerRequest.toFixed(3)} | ${m.apiServerCpuMsPerRequest.toFixed(3)} | ${m.requestsPerSecond} |`,
   );
   const heading = newest
-    ? `Run ${newest.startedAt.slice(0, 16).replace('T', ' ')} UTC: ${newest.requestsPerRound.toLocaleString('en-US')} applies a round at concurrency ${newest.concurrency}, medians of ${newest.rounds.length / rows.length} rounds a protocol, load at start ${newest.machine.loadAverageAtStart[0]?.toFixed(2) ?? '–'}.\n\n`
+    ? `Run ${minute(newest.startedAt)} UTC: ${newest.requestsPerRound.toLocaleString('en-US')} applies a round at concurrency ${newest.concurrency}, medians of ${newest.rounds.length / rows.length} rounds a protocol, load at start ${loadAtStart(newest)}.\n\n`
     : '';
   return `${heading}${[
     '| protocol | connections | client CPU ms / request | API server CPU ms / request | requests / s |',
@@ -434,7 +441,7 @@ export function realNodeTableMarkdown(results: readonly RealNodeResult[]): strin
         (sum, d) => ({ cpu: sum.cpu + d.cpuPercent, rss: sum.rss + d.rssMiB }),
         { cpu: 0, rss: 0 },
       );
-      return `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
+      return `| ${minute(r.startedAt)} | ${r.runs} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${r.medianNewRevisionAnsweredRunS.toFixed(1)} s | ${total.cpu.toFixed(1)} % / ${total.rss.toFixed(0)} MiB | ${daemons} |`;
     });
   return [
     '| run | deployments | deploy → first answered run (median) | new revision → first answered run (median) | node at rest (cpu of a core / RSS) | by daemon |',
@@ -471,7 +478,7 @@ export function realNodePhasesTableMarkdown(results: readonly RealNodeResult[]):
         return key === 'serverRestarts' ? String(value) : `${value.toFixed(1)} s`;
       });
       return [
-        `| ${r.startedAt.slice(0, 16).replace('T', ' ')} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${cells.join(' | ')} |`,
+        `| ${minute(r.startedAt)} | ${r.medianFirstAnsweredRunS.toFixed(1)} s | ${cells.join(' | ')} |`,
       ];
     });
   return [
