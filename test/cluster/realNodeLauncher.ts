@@ -1,7 +1,7 @@
 // A real node beside the local control plane: containerd with runc and a CNI bridge, a kubelet and
 // kube-proxy of the same Kubernetes build, CoreDNS as the cluster's DNS, and a local OCI registry
-// the node pulls from — so that what the agent renders actually runs. Its bridge, iptables chains
-// and kubelet port are the machine's, so one real node runs on a machine at a time (a lock), and
+// the node pulls from — so that what the agent renders actually runs. Its bridge, iptables chains,
+// nftables table and kubelet port are the machine's, so one real node runs on a machine at a time (a lock), and
 // test/cluster/node/host.sh takes away everything it added, also after a run that was killed.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -87,14 +87,24 @@ export async function realNodeMissing(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'a real node needs root (containerd, the kubelet and iptables)';
   const filesystems = await readFile('/proc/filesystems', 'utf8').catch(() => '');
   if (!/\boverlay\b/.test(filesystems)) return 'the kernel has no overlay filesystem (containerd snapshots)';
-  const tools = ['iptables', 'iptables-save', 'ipset', 'unshare', 'nsenter', 'ip', 'buildah', 'mmdebstrap'];
+  const tools = [
+    'iptables',
+    'iptables-save',
+    'nft',
+    'ipset',
+    'unshare',
+    'nsenter',
+    'ip',
+    'buildah',
+    'mmdebstrap',
+  ];
   for (const tool of tools) {
     const found = await execFileAsync('sh', ['-c', `command -v ${tool}`]).then(
       () => true,
       () => false,
     );
     if (!found)
-      return `${tool} is missing (.ci/run installs it: apt-get install iptables ipset buildah mmdebstrap)`;
+      return `${tool} is missing (.ci/run installs it: apt-get install iptables nftables ipset buildah mmdebstrap)`;
   }
   // pgvector for the node's PostgreSQL image is built against it (test/cluster/node/images.sh).
   if (!existsSync('/usr/lib/postgresql/15/bin/pg_config'))
@@ -309,14 +319,18 @@ function kubeProxyConfig(kubeconfig: string, healthzPort: number, metricsPort: n
       kind: 'KubeProxyConfiguration',
       clientConnection: { kubeconfig },
       hostnameOverride: REAL_NODE_NAME,
-      mode: 'iptables',
+      // nftables, in a table of its own: kube-router writes iptables' whole filter table back from
+      // a copy it read before its sync, which brought back a Service's "no endpoints" REJECT that
+      // kube-proxy had just removed (or dropped one it had just added), and kube-proxy, which
+      // rewrites its rules only on a change or hourly, left it so: a Service whose pods were Ready
+      // could refuse connections for the rest of a suite (test/integration/node/service-proxy).
+      mode: 'nftables',
       clusterCIDR: '10.244.0.0/16',
       healthzBindAddress: `127.0.0.1:${healthzPort}`,
       metricsBindAddress: `127.0.0.1:${metricsPort}`,
       // NodePorts only on the bridge's address, never on the machine's own interfaces.
       nodePortAddresses: [`${NODE_GATEWAY}/32`],
-      // Leave route_localnet and the conntrack table's limits of the machine as they are.
-      iptables: { localhostNodePorts: false },
+      // Leave the conntrack table's limits of the machine as they are.
       conntrack: {
         maxPerCore: 0,
         min: 0,

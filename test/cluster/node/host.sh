@@ -103,6 +103,11 @@ down() {
       grep -vE '(KUBE-|CNI-|K8SL-)' <<<"$rules" | "$restore" -c -w 2>/dev/null || true
     fi
   done
+  # nftables: kube-proxy's own table, in each family it serves.
+  if command -v nft >/dev/null; then
+    nft delete table ip kube-proxy 2>/dev/null || true
+    nft delete table ip6 kube-proxy 2>/dev/null || true
+  fi
   if command -v ipset >/dev/null; then
     ipset list -n 2>/dev/null | grep -E '^(KUBE-|kube-router)' | xargs -r -n1 ipset destroy 2>/dev/null || true
   fi
