@@ -1,8 +1,9 @@
 // A real node beside the local control plane: containerd with runc and a CNI bridge, a kubelet and
 // kube-proxy of the same Kubernetes build, CoreDNS as the cluster's DNS, and a local OCI registry
 // the node pulls from — so that what the agent renders actually runs. Its bridge, iptables chains,
-// nftables table and kubelet port are the machine's, so one real node runs on a machine at a time (a lock), and
-// test/cluster/node/host.sh takes away everything it added, also after a run that was killed.
+// nftables table and kubelet port are the machine's, so one real node runs on a machine at a time
+// (a lock), and test/cluster/node/host.sh takes away everything it added, also after a run that was
+// killed.
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { access, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
