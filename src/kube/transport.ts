@@ -323,10 +323,11 @@ export class KubeTransport {
 /**
  * One pool, HTTP/1.1 unless asked (bench:transport measures HTTP/2 against it): a timed-out request
  * takes its socket down and the next opens a fresh one, where on HTTP/2 every request shares a
- * connection that, dead without a word, holds them all until a ping finds it out. No connection
- * cap: each watch holds a connection, and a cap would queue ordinary requests behind open watches. One TLS context for
- * every connection: given the CA and key pair instead, Node parses them into a context of its own
- * for each connection (some 40 watches, reopened every few minutes).
+ * connection that, dead without a word, holds them all until a ping (undici's, every 60 s) finds it
+ * out. No connection cap: each watch holds a connection, and a cap would queue ordinary requests
+ * behind open watches. One TLS context for every connection: given the CA and key pair instead,
+ * Node parses them into a context of its own for each connection (some 40 watches, reopened every
+ * few minutes).
  */
 function newAgent(
   connection: ClusterConnection,

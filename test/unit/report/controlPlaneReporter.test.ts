@@ -199,6 +199,8 @@ describe('an outcome is sent at once', () => {
     vi.useRealTimers();
   });
   const deployed = { deployment_id: D1, revision_id: R1, revision_status: 'DEPLOYED' as const };
+  /** What `takeSent` gives for D1 once `deployed` went. */
+  const deployedSent = [{ deployment_status: undefined, revision_status: 'DEPLOYED' }];
   const statuses = (sent: readonly StatusReportBatch[]) =>
     sent.map((batch) => batch.reports.map((x) => `${x.deployment_id.slice(-1)}:${x.revision_status}`));
 
@@ -240,9 +242,7 @@ describe('an outcome is sent at once', () => {
     await r.flush();
     expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
     // Taken by the next listing as the agent's own report.
-    expect((await r.takeSent()).get(D1)).toEqual([
-      { deployment_status: undefined, revision_status: 'DEPLOYED' },
-    ]);
+    expect((await r.takeSent()).get(D1)).toEqual(deployedSent);
   });
 
   it('a prompt send in flight when a listing starts counts as sent before that listing', async () => {
@@ -254,7 +254,7 @@ describe('an outcome is sent at once', () => {
     // The control plane has the report (the listing may show it) but has not answered yet.
     const taken = r.takeSent();
     release();
-    expect((await taken).get(D1)).toEqual([{ deployment_status: undefined, revision_status: 'DEPLOYED' }]);
+    expect((await taken).get(D1)).toEqual(deployedSent);
     expect(statuses(sent)).toEqual([['1:DEPLOYED']]);
   });
 
