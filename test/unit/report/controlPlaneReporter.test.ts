@@ -245,12 +245,18 @@ describe('an outcome is sent at once', () => {
     expect((await r.takeSent()).get(D1)).toEqual(deployedSent);
   });
 
-  it('a prompt send in flight when a listing starts counts as sent before that listing', async () => {
+  /** `deployed` recorded and its prompt send under way; each `release` answers the latest send. */
+  async function promptSendHeld() {
     vi.useFakeTimers();
-    let release: () => void = () => undefined;
-    const { r, sent } = reporter(() => new Promise<void>((resolve) => (release = resolve)), 10);
+    let answer: () => void = () => undefined;
+    const { r, sent } = reporter(() => new Promise<void>((resolve) => (answer = resolve)), 10);
     r.record(deployed);
     await vi.advanceTimersByTimeAsync(10);
+    return { r, sent, release: () => answer() };
+  }
+
+  it('a prompt send in flight when a listing starts counts as sent before that listing', async () => {
+    const { r, sent, release } = await promptSendHeld();
     // The control plane has the report (the listing may show it) but has not answered yet.
     const taken = r.takeSent();
     release();
@@ -259,11 +265,7 @@ describe('an outcome is sent at once', () => {
   });
 
   it('a prompt send and a poll flush together send each report once', async () => {
-    vi.useFakeTimers();
-    let release: () => void = () => undefined;
-    const { r, sent } = reporter(() => new Promise<void>((resolve) => (release = resolve)), 10);
-    r.record(deployed);
-    await vi.advanceTimersByTimeAsync(10);
+    const { r, sent, release } = await promptSendHeld();
     const polled = r.flush();
     release();
     await vi.advanceTimersByTimeAsync(0);
